@@ -1,0 +1,3 @@
+from job.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""The command line: settings, logging, one run, output and the exit code. No business logic here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
+from job import reconcile, report
+from job.errors import StartupError
+from job.kube import Kube
+from job.settings import Settings
+
+log = logging.getLogger("nsscaler")
+
+EXIT_OK, EXIT_FAILED, EXIT_CANNOT_START = 0, 1, 2
+_POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _settings_error(exc: ValidationError) -> str:
+    """One line per bad setting, naming both the flag and the environment variable."""
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        where = ".".join(str(p) for p in err["loc"][1:])
+        flag, env = "--" + field.replace("_", "-"), "NSSCALER_" + field.upper()
+        lines.append(f"nsscaler: invalid setting {flag} ({env}){'[' + where + ']' if where else ''}: "
+                     f"{err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+def load_settings(argv: Sequence[str]) -> Settings:
+    settings = Settings(_cli_parse_args=list(argv))
+    if settings.own_namespace is None and _POD_NAMESPACE_FILE.exists():
+        settings = settings.model_copy(update={"own_namespace": _POD_NAMESPACE_FILE.read_text().strip()})
+    return settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        settings = load_settings(args)
+    except ValidationError as exc:
+        print(_settings_error(exc), file=sys.stderr)
+        return EXIT_CANNOT_START
+    except SettingsError as exc:
+        print(f"nsscaler: {exc}; see nsscaler --help", file=sys.stderr)
+        return EXIT_CANNOT_START
+    report.setup_logging(log_format=settings.log_format, level=settings.log_level)
+    started = dt.datetime.now(dt.UTC)
+    try:
+        kube = Kube(settings)
+        result = reconcile.run(kube, settings, now=started)
+    except StartupError as exc:
+        log.error("cannot start: %s", exc, extra={"event": "startup-failed", "exit_code": EXIT_CANNOT_START})
+        return EXIT_CANNOT_START
+    result.finished = dt.datetime.now(dt.UTC)
+    text, fields = report.summary(result)
+    log.log(logging.ERROR if result.failed else logging.INFO, text, extra=fields)
+    if settings.output == "json":
+        print(json.dumps(report.as_json(result), indent=2))
+    elif settings.dry_run:
+        print(report.plan_table(result), end="")
+    return result.exit_code

@@ -1,0 +1,262 @@
+"""The Kubernetes API, and the only module that talks to it (pykube-ng) or retries (tenacity).
+
+It owns: the client (in-cluster ServiceAccount or kubeconfig), paginated cluster-wide LISTs, PATCHes with
+a resourceVersion precondition, status PATCHes, Events, access reviews, the retry policy and the count of
+requests by verb. It decides nothing: callers say what to send.
+
+Dry-run lives here and only here: a write marked `dry_run` goes with `dryRun=All`, so the API server
+still checks RBAC and admission but persists nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pykube
+import requests
+import tenacity
+from pykube.http import KubernetesHTTPAdapter
+
+from job.errors import ApiError, Conflict, StartupError
+from job.settings import Settings
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "nsscaler"
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+_METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}
+_MAX_RETRY_AFTER = 30.0
+
+
+class _Retryable(ApiError):
+    """A response worth another try (429, 5xx); carries the server's Retry-After when it sent one."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None) -> None:
+        super().__init__(status, message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Access:
+    """One permission the job needs: `verb` on `resource` (optionally `resource/subresource`) in `group`."""
+
+    group: str
+    resource: str
+    verb: str
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.resource}{'.' + self.group if self.group else ''}"
+
+
+class RequestCounter:
+    """Requests sent, by verb (every attempt counts, retries included); shared by the run's threads."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, verb: str) -> None:
+        with self._lock:
+            self._counts[verb] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self._counts.items()))
+
+
+def _load_config(settings: Settings) -> pykube.KubeConfig:
+    """ServiceAccount in a pod, else --kubeconfig, $KUBECONFIG, ~/.kube/config; never logs credentials."""
+    explicit = settings.kubeconfig or (Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
+                                       if os.environ.get("KUBECONFIG") else None)
+    in_pod = os.environ.get("KUBERNETES_SERVICE_HOST") and (_SERVICE_ACCOUNT_DIR / "token").exists()
+    try:
+        if explicit is None and in_pod:
+            return pykube.KubeConfig.from_service_account()
+        path = explicit or Path.home() / ".kube" / "config"
+        if not path.exists():
+            raise StartupError(f"no credentials: kubeconfig {path} does not exist; pass --kubeconfig, set "
+                               f"KUBECONFIG, or run in a pod with a ServiceAccount")
+        config = pykube.KubeConfig.from_file(str(path))
+        if settings.context:
+            if settings.context not in config.contexts:
+                raise StartupError(f"context {settings.context!r} is not in {path}; "
+                                   f"known: {', '.join(sorted(config.contexts)) or 'none'}")
+            config.set_current_context(settings.context)
+        return config
+    except StartupError:
+        raise
+    except Exception as exc:  # pykube raises plain exceptions for broken files; say which file and why
+        raise StartupError(f"cannot load Kubernetes credentials: {type(exc).__name__}: {exc}") from None
+
+
+def _retry_after(resp: requests.Response) -> float | None:
+    value = resp.headers.get("Retry-After", "")
+    return min(float(value), _MAX_RETRY_AFTER) if value.isdigit() else None
+
+
+def _error_message(resp: requests.Response) -> str:
+    try:
+        body = resp.json()
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])
+    except ValueError:
+        pass
+    return resp.reason or f"HTTP {resp.status_code}"
+
+
+class Kube:
+    """One connection to one cluster for one run."""
+
+    def __init__(self, settings: Settings, *, config: pykube.KubeConfig | None = None) -> None:
+        self.settings = settings
+        self.config = config or _load_config(settings)
+        adapter = KubernetesHTTPAdapter(self.config, pool_maxsize=max(10, settings.concurrency + 2))
+        self.api = pykube.HTTPClient(self.config, timeout=settings.request_timeout, http_adapter=adapter)
+        self.api.session.headers["User-Agent"] = "nsscaler"
+        self.requests = RequestCounter()
+        self._retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type((requests.ConnectionError, requests.Timeout, _Retryable)),
+            stop=(tenacity.stop_after_attempt(settings.retry_attempts)
+                  | tenacity.stop_after_delay(settings.retry_budget)),
+            wait=self._wait,
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+
+    @property
+    def server(self) -> str:
+        return str(self.api.url)
+
+    # -- transport -------------------------------------------------------------------------------
+    @staticmethod
+    def _wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+            return exc.retry_after
+        return float(tenacity.wait_random_exponential(multiplier=0.25, max=8)(state))
+
+    @staticmethod
+    def _log_retry(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        delay = state.next_action.sleep if state.next_action else 0
+        log.warning("API request failed, retrying in %.1fs (attempt %d): %s", delay, state.attempt_number,
+                    exc, extra={"event": "retry", "attempt": state.attempt_number})
+
+    def _send_once(self, verb: str, method: str, **kwargs: Any) -> requests.Response:
+        self.requests.add(verb)
+        resp = self.api.request(method, **kwargs)
+        if resp.status_code in _RETRY_STATUSES:
+            raise _Retryable(resp.status_code, _error_message(resp), _retry_after(resp))
+        if resp.status_code == 409:
+            raise Conflict(409, _error_message(resp))
+        if resp.status_code >= 400:
+            raise ApiError(resp.status_code, _error_message(resp))
+        return resp
+
+    def _send(self, verb: str, method: str, **kwargs: Any) -> Any:
+        try:
+            resp = self._retrying(self._send_once, verb, method, **kwargs)
+        except _Retryable as exc:
+            raise ApiError(exc.status, f"{exc.message} (gave up after retries)") from None
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise ApiError(0, f"cannot reach the API server at {self.server}: {type(exc).__name__}") from None
+        return resp.json() if resp.content else {}
+
+    # -- reads -----------------------------------------------------------------------------------
+    def list_all(self, *, version: str, plural: str, label_selector: str | None = None,
+                 field_selector: str | None = None, metadata_only: bool = False) -> Iterator[dict[str, Any]]:
+        """Every item of one resource, cluster-wide, page by page (`limit`/`continue`): memory stays
+        bounded by one page, and callers reduce each item as it arrives."""
+        params: dict[str, Any] = {"limit": self.settings.page_size}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        headers = _METADATA_ONLY if metadata_only else {}
+        while True:
+            page = self._send("list", "GET", version=version, url=plural, params=dict(params), headers=headers)
+            yield from page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params["continue"] = token
+
+    def get(self, *, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
+        return dict(self._send("get", "GET", version=version, namespace=namespace, url=f"{plural}/{name}"))
+
+    # -- writes ----------------------------------------------------------------------------------
+    def _write_params(self, dry_run: bool) -> dict[str, str]:
+        params = {"fieldManager": FIELD_MANAGER}
+        if dry_run:
+            params["dryRun"] = "All"
+        return params
+
+    def patch(self, *, version: str, plural: str, namespace: str, name: str, body: dict[str, Any],
+              dry_run: bool) -> dict[str, Any]:
+        """A merge patch; `body` carries metadata.resourceVersion, so a concurrent change gives Conflict."""
+        return dict(self._send("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}",
+                               json=body, headers=_MERGE_PATCH, params=self._write_params(dry_run)))
+
+    def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any]) -> None:
+        self._send("patch", "PATCH", version=version, url=f"{plural}/{name}/status", json={"status": status},
+                   headers=_MERGE_PATCH, params=self._write_params(False))
+
+    def create_event(self, *, namespace: str, involved: dict[str, str], reason: str, message: str,
+                     warning: bool, now: dt.datetime) -> None:
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+            "involvedObject": involved, "reason": reason, "message": message[:1024],
+            "type": "Warning" if warning else "Normal", "count": 1,
+            "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "source": {"component": FIELD_MANAGER}, "reportingComponent": FIELD_MANAGER,
+            "reportingInstance": socket.gethostname(),
+        }
+        self._send("create", "POST", namespace=namespace, url="events", json=body,
+                   params={"fieldManager": FIELD_MANAGER})
+
+    # -- access ----------------------------------------------------------------------------------
+    def missing_access(self, needed: list[Access], *, namespace: str) -> list[Access]:
+        """Which of `needed` this identity lacks. One SelfSubjectRulesReview answers most cases; where
+        the authorizer says its list is incomplete, each doubtful permission gets an access review."""
+        review = self._send("create", "POST", version="authorization.k8s.io/v1", url="selfsubjectrulesreviews",
+                            json={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                                  "spec": {"namespace": namespace}})
+        status = review.get("status") or {}
+        rules = status.get("resourceRules") or []
+        missing = [a for a in needed if not any(_rule_allows(rule, a) for rule in rules)]
+        if not status.get("incomplete"):
+            return missing
+        return [a for a in missing if not self._allowed(a, namespace=namespace)]
+
+    def _allowed(self, access: Access, *, namespace: str) -> bool:
+        resource, _, subresource = access.resource.partition("/")
+        attrs = {"group": access.group, "resource": resource, "verb": access.verb, "namespace": namespace}
+        if subresource:
+            attrs["subresource"] = subresource
+        review = self._send("create", "POST", version="authorization.k8s.io/v1",
+                            url="selfsubjectaccessreviews",
+                            json={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                                  "spec": {"resourceAttributes": attrs}})
+        return bool((review.get("status") or {}).get("allowed"))
+
+
+def _rule_allows(rule: dict[str, Any], access: Access) -> bool:
+    if rule.get("resourceNames"):
+        return False  # a rule for named objects does not allow listing or patching any object
+    def has(key: str, value: str) -> bool:
+        values = rule.get(key) or []
+        return "*" in values or value in values
+    return has("verbs", access.verb) and has("apiGroups", access.group) and has("resources", access.resource)

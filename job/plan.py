@@ -1,0 +1,216 @@
+"""The planner: what must change, decided from observed state alone.
+
+Everything here is pure: no I/O, no clock, no randomness. Given the same policies, namespaces and
+workloads it returns the same plan, so it is tested by tables and properties, and a plan applied and
+observed again plans nothing more (idempotence).
+
+Rules, in order of precedence:
+1. Protected namespaces, the job's own namespace and Terminating namespaces are never touched.
+2. A workload annotated `nsscaler.wubw.fun/exclude: "true"` is never touched (counted as excluded).
+3. A namespace is held when a serving (valid, unsuspended) policy has it in scope and no serving policy
+   lists it as active: "active wins". Of several holders the first by name is recorded in `scaled-by`.
+4. In a held namespace a running workload of a kind its holder selects is frozen; an existing record is
+   kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
+5. A workload carrying a record whose namespace its kind is no longer held for is restored, unless the
+   policy named in `scaled-by` is suspended, says `restore: false`, or has an invalid spec.
+6. If the freezes would exceed the cap, none is planned and the plan says why.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from job.policy import InvalidPolicy, Policy
+from job.settings import Settings
+from job.workloads import (
+    HANDLERS,
+    Kind,
+    Namespace,
+    Workload,
+    adopt_patch,
+    freeze_patch,
+    restore_patch,
+)
+
+
+class Verb(enum.StrEnum):
+    FREEZE = "freeze"
+    RESTORE = "restore"
+    ADOPT = "adopt"  # a frozen workload's record passes to the policy that holds its namespace now
+
+
+@dataclass(frozen=True)
+class Action:
+    verb: Verb
+    workload: Workload
+    policy: str
+    patch: dict[str, Any]
+    after: int
+    reason: str
+    dry_run: bool
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the plan will not do and a user must look at (e.g. a malformed record)."""
+
+    policy: str
+    workload: Workload
+    message: str
+
+
+@dataclass
+class PolicyPlan:
+    """What the planner found for one policy; the reconciler adds what applying it achieved."""
+
+    name: str
+    held: list[str] = field(default_factory=list)
+    active: list[str] = field(default_factory=list)
+    kept_running_by: dict[str, list[str]] = field(default_factory=dict)
+    unchanged: int = 0
+    excluded: int = 0
+    kept_frozen: int = 0
+
+
+@dataclass
+class Plan:
+    actions: list[Action]
+    problems: list[Problem]
+    policies: dict[str, PolicyPlan]
+    #: namespace -> the policies holding it (for counting the Pods left in held namespaces)
+    held_by: dict[str, list[str]]
+    cap_message: str | None = None
+
+    def actions_for(self, policy: str) -> list[Action]:
+        return [a for a in self.actions if a.policy == policy]
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """How one namespace stands: its holders (policy names, sorted) and the policies keeping it active."""
+
+    holders: tuple[Policy, ...] = ()
+    keepers: tuple[str, ...] = ()
+    untouchable: bool = False
+
+    def holder_for(self, kind: Kind) -> Policy | None:
+        if self.keepers or self.untouchable:
+            return None
+        return next((p for p in self.holders if kind in p.kinds), None)
+
+
+def _verdicts(policies: Sequence[Policy], namespaces: Iterable[Namespace], *,
+              settings: Settings) -> dict[str, _Verdict]:
+    protected = set(settings.protected_namespaces)
+    if settings.own_namespace:
+        protected.add(settings.own_namespace)
+    serving = sorted((p for p in policies if not p.spec.suspend), key=lambda p: p.name)
+    verdicts: dict[str, _Verdict] = {}
+    for ns in namespaces:
+        if ns.name in protected or ns.terminating:
+            verdicts[ns.name] = _Verdict(untouchable=True)
+            continue
+        holders = tuple(p for p in serving if p.in_scope(ns.name) and not p.lists_active(ns.name))
+        keepers = tuple(p.name for p in serving if p.lists_active(ns.name))
+        if holders or keepers:
+            verdicts[ns.name] = _Verdict(holders=holders, keepers=keepers)
+    return verdicts
+
+
+def _restore_reason(workload: Workload, verdict: _Verdict | None, owner: Policy | None) -> str:
+    if owner is None:
+        return f"policy {workload.scaled_by} no longer exists"
+    if verdict and verdict.keepers:
+        return f"namespace is active for {', '.join(verdict.keepers)}"
+    if not owner.in_scope(workload.namespace):
+        return "namespace left the scope"
+    return f"{workload.kind.value} is no longer selected by {owner.name}"
+
+
+def make_plan(policies: Sequence[Policy | InvalidPolicy], namespaces: Sequence[Namespace],
+              workloads: Iterable[Workload], *, settings: Settings) -> Plan:
+    """Decide every freeze, restore and adoption for one run."""
+    valid = [p for p in policies if isinstance(p, Policy)]
+    by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}
+    verdicts = _verdicts(valid, namespaces, settings=settings)
+    reports = {p.name: PolicyPlan(name=p.name) for p in valid}
+    held_by: dict[str, list[str]] = {}
+    for ns in sorted(verdicts):
+        verdict = verdicts[ns]
+        if verdict.untouchable:
+            continue
+        if verdict.keepers:
+            for holder in verdict.holders:
+                reports[holder.name].kept_running_by[ns] = list(verdict.keepers)
+        else:
+            held_by[ns] = [p.name for p in verdict.holders]
+            for holder in verdict.holders:
+                reports[holder.name].held.append(ns)
+        for keeper in verdict.keepers:
+            reports[keeper].active.append(ns)
+
+    actions: list[Action] = []
+    problems: list[Problem] = []
+    for workload in workloads:
+        verdict = verdicts.get(workload.namespace)
+        if verdict and verdict.untouchable:
+            continue
+        holder = verdict.holder_for(workload.kind) if verdict else None
+        owner_name = holder.name if holder else workload.scaled_by
+        if owner_name is None:
+            continue  # neither held nor ours: not nsscaler's business
+        owner = by_name.get(owner_name)
+        report = reports.get(owner_name)
+        if workload.excluded:
+            if report:
+                report.excluded += 1
+            continue
+        if workload.has_record and not workload.record_is_valid():
+            problems.append(Problem(owner_name, workload, (
+                f"malformed record on {workload.ref}: {HANDLERS[workload.kind].record_key}="
+                f"{workload.original!r}; set it to the count to restore (or remove the record and "
+                f"the {HANDLERS[workload.kind].record_key} annotation) by hand")))
+            continue
+        if holder is not None:
+            dry_run = settings.dry_run or holder.spec.dry_run
+            if workload.size > 0:
+                why = ("scaled up again during the freeze" if workload.has_record
+                       else f"namespace is held by {holder.name}")
+                actions.append(Action(Verb.FREEZE, workload, holder.name,
+                                      freeze_patch(workload, policy=holder.name), 0, why, dry_run))
+            elif workload.has_record and workload.scaled_by != holder.name:
+                actions.append(Action(Verb.ADOPT, workload, holder.name, adopt_patch(workload, policy=holder.name),
+                                      0, f"record passes from {workload.scaled_by} to {holder.name}", dry_run))
+            elif report:
+                report.unchanged += 1
+            continue
+        # Not held (for this kind): a workload we froze comes back, unless its policy says otherwise.
+        if isinstance(owner, InvalidPolicy):
+            continue  # never act on a policy we cannot read; its status says why
+        if owner is not None and (owner.spec.suspend or not owner.spec.restore):
+            if report:
+                report.kept_frozen += 1
+            continue
+        dry_run = settings.dry_run or (owner.spec.dry_run if owner else False)
+        restored = HANDLERS[workload.kind].restored_size(workload.original or "")
+        actions.append(Action(Verb.RESTORE, workload, owner_name, restore_patch(workload), restored,
+                              _restore_reason(workload, verdict, owner if isinstance(owner, Policy) else None),
+                              dry_run))
+
+    cap_message = None
+    freezes = [a for a in actions if a.verb is Verb.FREEZE and not a.dry_run]
+    if settings.max_freeze is not None and len(freezes) > settings.max_freeze:
+        cap_message = (f"this run would freeze {len(freezes)} workloads, over the cap of {settings.max_freeze} "
+                       f"(--max-freeze / NSSCALER_MAX_FREEZE); nothing was frozen: check the policies, or raise "
+                       f"the cap")
+        actions = [a for a in actions if not (a.verb is Verb.FREEZE and not a.dry_run)]
+    return Plan(actions=actions, problems=problems, policies=reports, held_by=held_by, cap_message=cap_message)
+
+
+def kinds_in_use(policies: Sequence[Policy | InvalidPolicy]) -> frozenset[Kind]:
+    """Kinds some serving policy freezes: those are LISTed whole; the others only for our records."""
+    return frozenset(k for p in policies if isinstance(p, Policy) and not p.spec.suspend for k in p.kinds)
+

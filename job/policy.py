@@ -1,0 +1,125 @@
+"""NSScaler custom resources, parsed and validated into typed policies.
+
+The CRD validates too, but a CR stored before the schema existed (or through a permissive CRD) can hold
+anything, so every spec is validated again here. An invalid spec never stops the other policies: it
+becomes an `InvalidPolicy` that the run reports in that CR's status.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from job.workloads import Kind
+
+GROUP = "operators.wubw.fun"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+PLURAL = "nsscalers"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+MAX_SUFFIXES = 256
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
+_SUFFIX = re.compile(r"[-a-z0-9]+")
+
+
+class PolicySpec(BaseModel):
+    """`spec` of an NSScaler. Field names keep the Go operator's snake_case so its CRs work verbatim."""
+
+    # Unknown fields are an error, not ignored: a typo such as `active_namespace_sufixes` must never
+    # silently mean "nothing is active" and freeze a whole namespace family.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope_prefix: str = Field(min_length=1, max_length=62)
+    active_namespace_suffixes: tuple[str, ...] = Field(default=(), max_length=MAX_SUFFIXES)
+    kinds: tuple[Kind, ...] | None = Field(default=None, min_length=1)
+    suspend: bool = False
+    restore: bool = True
+    dry_run: bool = False
+
+    @field_validator("scope_prefix")
+    @classmethod
+    def _prefix_is_dns(cls, value: str) -> str:
+        if not _PREFIX.fullmatch(value):
+            raise ValueError("must be lower-case letters, digits and '-', starting with a letter or digit")
+        return value
+
+    @field_validator("active_namespace_suffixes")
+    @classmethod
+    def _suffixes_are_dns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for suffix in value:
+            if not _SUFFIX.fullmatch(suffix):
+                raise ValueError(f"suffix {suffix!r} must be lower-case letters, digits and '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _active_names_are_namespaces(self) -> PolicySpec:
+        for suffix in self.active_namespace_suffixes:
+            name = self.scope_prefix + suffix
+            if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
+                raise ValueError(f"{name!r} (scope_prefix + suffix) is not a valid namespace name")
+        return self
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A valid NSScaler, ready for the planner."""
+
+    name: str
+    generation: int
+    spec: PolicySpec
+    kinds: frozenset[Kind]
+    uid: str = ""
+    status: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def in_scope(self, namespace: str) -> bool:
+        return namespace.startswith(self.spec.scope_prefix)
+
+    def lists_active(self, namespace: str) -> bool:
+        return self.in_scope(namespace) and namespace[len(self.spec.scope_prefix):] in self.active_suffixes
+
+    @property
+    def active_suffixes(self) -> frozenset[str]:
+        return frozenset(self.spec.active_namespace_suffixes)
+
+
+@dataclass(frozen=True)
+class InvalidPolicy:
+    """An NSScaler whose spec cannot be served; `message` says what to fix."""
+
+    name: str
+    generation: int
+    message: str
+    uid: str = ""
+    status: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "spec"
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"spec.{where}: {message}" if where != "spec" else f"spec: {message}")
+    return "; ".join(parts)
+
+
+def parse(obj: dict[str, Any], *, default_kinds: frozenset[Kind]) -> Policy | InvalidPolicy:
+    """Turn one NSScaler object from the API into a Policy, or an InvalidPolicy saying why not."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", "?"))
+    generation = int(meta.get("generation") or 0)
+    uid = str(meta.get("uid", ""))
+    status = obj.get("status") or {}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return InvalidPolicy(name, generation, "spec is missing; it needs at least scope_prefix", uid, status)
+    try:
+        parsed = PolicySpec.model_validate(spec)
+    except ValidationError as exc:
+        return InvalidPolicy(name, generation, _describe(exc), uid, status)
+    kinds = frozenset(parsed.kinds) if parsed.kinds else default_kinds
+    return Policy(name=name, generation=generation, spec=parsed, kinds=kinds, uid=uid, status=status)

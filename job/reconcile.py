@@ -1,0 +1,285 @@
+"""One run: pre-flight, observe, plan, apply, report. Orchestration only; decisions live in `plan`.
+
+The run never lets one policy's trouble stop another's: an invalid spec, a failed PATCH or a failed
+status write is recorded in that policy's outcome and the run goes on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from job import policy as policy_api
+from job.errors import ApiError, Conflict, StartupError
+from job.kube import Access, Kube
+from job.plan import Action, Plan, Verb, kinds_in_use, make_plan
+from job.policy import InvalidPolicy, Policy
+from job.settings import Settings
+from job.status import PolicyOutcome, build_status
+from job.workloads import HANDLERS, SCALED_SELECTOR, Kind, Namespace, Workload, from_api
+
+log = logging.getLogger(__name__)
+
+#: Pods that still hold resources: the field selector keeps finished ones out of the `done` check.
+_LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+_CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go, as kubectl expects
+
+
+@dataclass
+class ActionResult:
+    action: Action
+    outcome: str  # applied | dry-run | settled | gone | failed
+    message: str = ""
+
+
+@dataclass
+class RunReport:
+    started: dt.datetime
+    dry_run: bool
+    policies: list[PolicyOutcome] = field(default_factory=list)
+    results: list[ActionResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    requests: dict[str, int] = field(default_factory=dict)
+    finished: dt.datetime | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems) or any(not p.ok for p in self.policies) or any(
+            r.outcome == "failed" for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def count(self, outcome: str, verb: Verb | None = None) -> int:
+        return sum(1 for r in self.results if r.outcome == outcome and (verb is None or r.action.verb is verb))
+
+
+def required_access(settings: Settings) -> list[Access]:
+    """Exactly what a run calls; the ClusterRole in kustomize/base grants this and nothing more."""
+    needed = [Access(policy_api.GROUP, policy_api.PLURAL, "list"), Access("", "namespaces", "list"),
+              Access("", "pods", "list")]
+    for handler in HANDLERS.values():
+        group = handler.api_version.split("/")[0]
+        needed += [Access(group, handler.plural, verb) for verb in ("list", "get", "patch")]
+    if not settings.dry_run:
+        needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
+        if settings.events:
+            needed.append(Access("", "events", "create"))
+    return needed
+
+
+def _preflight(kube: Kube, settings: Settings) -> None:
+    try:
+        missing = kube.missing_access(required_access(settings), namespace=settings.own_namespace or "default")
+    except ApiError as exc:
+        raise _startup_error(kube, exc) from None
+    if missing:
+        raise StartupError(f"missing RBAC permissions: {', '.join(map(str, missing))}; apply the ClusterRole "
+                           f"from kustomize/base (kubectl apply -k kustomize/overlays/prod)")
+
+
+def _startup_error(kube: Kube, exc: ApiError) -> StartupError:
+    if exc.status == 0:
+        return StartupError(f"{exc.message}; check --kubeconfig/--context and that the cluster is up")
+    if exc.status == 401:
+        return StartupError(f"the API server at {kube.server} rejected the credentials (401): renew the "
+                            f"token or certificate in the kubeconfig")
+    return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
+
+
+def _observe_policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
+    try:
+        objs = list(kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL))
+    except ApiError as exc:
+        if exc.status == 404:
+            raise StartupError(f"the NSScaler CRD ({policy_api.CRD_NAME}) is not installed: run "
+                               f"kubectl apply -k kustomize/overlays/prod") from None
+        raise _startup_error(kube, exc) from None
+    default_kinds = frozenset(settings.default_kinds)
+    return sorted((policy_api.parse(o, default_kinds=default_kinds) for o in objs), key=lambda p: p.name)
+
+
+def _observe_workloads(kube: Kube, kinds: frozenset[Kind]) -> list[Workload]:
+    """Kinds a policy freezes are LISTed whole; the others only where they carry our record (a restore
+    sweep, selected server-side by label). Either way, one paginated LIST per kind, cluster-wide."""
+    workloads: list[Workload] = []
+    for kind, handler in HANDLERS.items():
+        selector = None if kind in kinds else SCALED_SELECTOR
+        workloads += (from_api(kind, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural,
+                                                               label_selector=selector))
+    return workloads
+
+
+class _Applier:
+    """Sends the plan's PATCHes, concurrently; on 409 re-reads that one object and decides again."""
+
+    def __init__(self, kube: Kube, settings: Settings, *, policies: Sequence[Policy | InvalidPolicy],
+                 namespaces: Sequence[Namespace], now: dt.datetime) -> None:
+        self.kube, self.settings, self.policies, self.namespaces, self.now = kube, settings, policies, namespaces, now
+
+    def apply(self, actions: list[Action]) -> list[ActionResult]:
+        if not actions:
+            return []
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="patch") as pool:
+            return list(pool.map(self._apply_one, actions))
+
+    def _apply_one(self, action: Action) -> ActionResult:
+        for _ in range(self.settings.conflict_retries + 1):
+            handler = HANDLERS[action.workload.kind]
+            w = action.workload
+            try:
+                self.kube.patch(version=handler.api_version, plural=handler.plural, namespace=w.namespace,
+                                name=w.name, body=action.patch, dry_run=action.dry_run)
+            except Conflict:
+                try:
+                    fresh = self.kube.get(version=handler.api_version, plural=handler.plural,
+                                          namespace=w.namespace, name=w.name)
+                except ApiError as exc:
+                    return self._result(action, "gone" if exc.status == 404 else "failed", str(exc))
+                replan = make_plan(self.policies, self.namespaces, [from_api(w.kind, fresh)], settings=self.settings)
+                if replan.problems:
+                    return self._result(action, "failed", replan.problems[0].message)
+                if not replan.actions:
+                    return self._result(action, "settled", "changed concurrently; nothing left to do")
+                action = replan.actions[0]
+                continue
+            except ApiError as exc:
+                if exc.status == 404:
+                    return self._result(action, "gone", "deleted during the run")
+                return self._result(action, "failed", str(exc))
+            return self._result(action, "dry-run" if action.dry_run else "applied")
+        return self._result(action, "failed", f"still conflicting after {self.settings.conflict_retries} re-reads")
+
+    def _result(self, action: Action, outcome: str, message: str = "") -> ActionResult:
+        w = action.workload
+        before, after = HANDLERS[w.kind].describe(w.size), HANDLERS[w.kind].describe(action.after)
+        fields = {"event": action.verb.value, "outcome": outcome, "policy": action.policy, "namespace": w.namespace,
+                  "kind": w.kind.value, "workload": w.name, "before": before, "after": after, "reason": action.reason}
+        if outcome == "failed":
+            log.error("%s %s failed: %s", action.verb.value, w.ref, message, extra=fields)
+        else:
+            log.info("%s %s: %s -> %s (%s)%s", action.verb.value, w.ref, before, after, action.reason,
+                     f" [{outcome}]" if outcome != "applied" else "", extra=fields)
+        if outcome == "applied" and self.settings.events and action.verb is not Verb.ADOPT:
+            verb = "froze" if action.verb is Verb.FREEZE else "restored"
+            self._event(namespace=w.namespace, involved={"apiVersion": HANDLERS[w.kind].api_version,
+                                                         "kind": w.kind.value, "name": w.name,
+                                                         "namespace": w.namespace, "uid": w.uid},
+                        reason="Frozen" if action.verb is Verb.FREEZE else "Restored",
+                        message=f"NSScaler {action.policy} {verb} {w.kind.value} {w.name}: {before} -> {after} "
+                                f"({action.reason})", warning=False)
+        return ActionResult(action, outcome, message)
+
+    def _event(self, *, namespace: str, involved: dict[str, str], reason: str, message: str,
+               warning: bool) -> None:
+        try:
+            self.kube.create_event(namespace=namespace, involved=involved, reason=reason, message=message,
+                                   warning=warning, now=self.now)
+        except ApiError as exc:  # an Event is a courtesy: never fail a freeze for it
+            log.warning("could not record Event %s on %s: %s", reason, involved["name"], exc,
+                        extra={"event": "event-failed"})
+
+
+def _count_live_pods(kube: Kube, held: dict[str, list[str]]) -> Counter[str]:
+    """Live Pods per held namespace, from one metadata-only LIST, however many namespaces are held."""
+    pods: Counter[str] = Counter()
+    if not held:
+        return pods
+    for pod in kube.list_all(version="v1", plural="pods", field_selector=_LIVE_PODS, metadata_only=True):
+        ns = (pod.get("metadata") or {}).get("namespace", "")
+        if ns in held:
+            pods[ns] += 1
+    return pods
+
+
+def _outcomes(policies: Sequence[Policy | InvalidPolicy], plan: Plan, results: list[ActionResult],
+              pods: Counter[str], settings: Settings) -> list[PolicyOutcome]:
+    outcomes = []
+    for p in policies:
+        if isinstance(p, InvalidPolicy):
+            outcomes.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid,
+                                          previous_status=p.status, invalid=p.message))
+            continue
+        found = plan.policies[p.name]
+        outcome = PolicyOutcome(
+            name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status, suspended=p.spec.suspend,
+            dry_run=settings.dry_run or p.spec.dry_run, held=found.held, active=found.active,
+            kept_running_by=found.kept_running_by, unchanged=found.unchanged, excluded=found.excluded,
+            kept_frozen=found.kept_frozen, pods_left=sum(pods[ns] for ns in found.held),
+            cap_message=plan.cap_message if not p.spec.suspend else None)
+        for r in results:
+            if r.action.policy != p.name:
+                continue
+            if r.outcome in ("applied", "dry-run"):
+                if r.action.verb is Verb.FREEZE:
+                    outcome.frozen += 1
+                elif r.action.verb is Verb.RESTORE:
+                    outcome.restored += 1
+                else:
+                    outcome.adopted += 1
+            elif r.outcome == "failed":
+                outcome.failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {r.message}")
+            else:
+                outcome.unchanged += 1
+        outcome.failures += [pr.message for pr in plan.problems if pr.policy == p.name]
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _write_statuses(kube: Kube, applier: _Applier, outcomes: list[PolicyOutcome], settings: Settings,
+                    now: dt.datetime) -> None:
+    for outcome in outcomes:
+        try:
+            kube.patch_status(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=outcome.name,
+                              status=build_status(outcome, now=now, list_limit=settings.status_list_limit))
+        except ApiError as exc:
+            if exc.status != 404:  # a policy deleted during the run has no status to write
+                outcome.failures.append(f"writing status: {exc}")
+                log.error("could not write the status of NSScaler %s: %s", outcome.name, exc,
+                          extra={"event": "status-failed", "policy": outcome.name})
+        if settings.events and not outcome.ok:
+            reason = "InvalidSpec" if outcome.invalid else "ReconcileFailed"
+            detail = outcome.invalid or outcome.cap_message or "; ".join(outcome.failures[:3])
+            applier._event(namespace=_CLUSTER_EVENTS_NAMESPACE, warning=True, reason=reason, message=detail,
+                           involved={"apiVersion": policy_api.API_VERSION, "kind": "NSScaler",
+                                     "name": outcome.name, "uid": outcome.uid})
+
+
+def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
+    """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
+    report = RunReport(started=now, dry_run=settings.dry_run)
+    try:
+        _preflight(kube, settings)
+        policies = _observe_policies(kube, settings)
+        try:
+            namespaces = [Namespace(name=o["metadata"]["name"],
+                                    terminating=bool(o["metadata"].get("deletionTimestamp")))
+                          for o in kube.list_all(version="v1", plural="namespaces", metadata_only=True)]
+            workloads = _observe_workloads(kube, kinds_in_use(policies))
+        except ApiError as exc:
+            raise _startup_error(kube, exc) from None
+        plan = make_plan(policies, namespaces, workloads, settings=settings)
+        del workloads  # the plan keeps what it needs; free the rest before the PATCHes
+        applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now)
+        report.results = applier.apply(plan.actions)
+        try:
+            pods = _count_live_pods(kube, plan.held_by)
+        except ApiError as exc:
+            report.problems.append(f"could not count Pods for `done`: {exc}")
+            pods = Counter({ns: 1 for ns in plan.held_by})  # unknown is not done
+        report.policies = _outcomes(policies, plan, report.results, pods, settings)
+        orphans = {r.action.policy for r in report.results} - {p.name for p in policies}
+        report.problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in report.results
+                            if r.outcome == "failed" and r.action.policy in orphans]
+        if plan.cap_message:
+            log.error(plan.cap_message, extra={"event": "cap-exceeded"})
+        if not settings.dry_run:
+            _write_statuses(kube, applier, report.policies, settings, now)
+    finally:
+        report.requests = kube.requests.snapshot()
+    return report

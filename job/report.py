@@ -1,0 +1,103 @@
+"""How a run speaks: log lines (text or JSON), the summary line, the dry-run table, the JSON report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+from typing import IO, Any
+
+from job.plan import Verb
+from job.reconcile import RunReport
+from job.workloads import HANDLERS
+
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line; fields passed with `extra=` become keys, so log pipelines can filter."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update({k: v for k, v in vars(record).items() if k not in _RECORD_FIELDS})
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def setup_logging(*, log_format: str, level: str, stream: IO[str] | None = None) -> None:
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json"
+                         else logging.Formatter("%(asctime)s %(levelname)-7s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # Third-party debug logs would print request URLs at best; they never get headers, but stay quiet.
+    for noisy in ("urllib3", "pykube"):
+        logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))
+
+
+def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
+    """The one summary line of a run, and its fields for JSON logs."""
+    seconds = ((report.finished or report.started) - report.started).total_seconds()
+    fields: dict[str, Any] = {
+        "event": "summary",
+        "policies": len(report.policies),
+        "invalid": sum(1 for p in report.policies if p.invalid),
+        "frozen": report.count("applied", Verb.FREEZE),
+        "restored": report.count("applied", Verb.RESTORE),
+        "planned": report.count("dry-run"),
+        "failed": sum(p.failed for p in report.policies) + len(report.problems),
+        "seconds": round(seconds, 3),
+        "requests": report.requests,
+        "exit_code": report.exit_code,
+        "dry_run": report.dry_run,
+    }
+    requests = " ".join(f"{verb}={n}" for verb, n in report.requests.items())
+    text = (f"run finished: {fields['policies']} policies ({fields['invalid']} invalid), froze {fields['frozen']}, "
+            f"restored {fields['restored']}, dry-run {fields['planned']}, failed {fields['failed']} in "
+            f"{seconds:.2f}s; requests: {requests or 'none'}; exit {report.exit_code}")
+    return text, fields
+
+
+def plan_table(report: RunReport) -> str:
+    """The dry-run view, kubectl-style: what would change, and why."""
+    rows = [("NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION", "POLICY", "WHY")]
+    for r in sorted(report.results, key=lambda r: r.action.workload.key):
+        w, handler = r.action.workload, HANDLERS[r.action.workload.kind]
+        rows.append((w.namespace, w.kind.value, w.name, f"{handler.describe(w.size)} -> "
+                     f"{handler.describe(r.action.after)}", r.action.verb.value, r.action.policy, r.action.reason))
+    if len(rows) == 1:
+        return "nothing to change\n"
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "".join("   ".join(c.ljust(wd) for c, wd in zip(row, widths, strict=False)) + "   " + row[-1] + "\n"
+                   for row in rows)
+
+
+def as_json(report: RunReport) -> dict[str, Any]:
+    _, fields = summary(report)
+    return {
+        "summary": fields,
+        "started": report.started.isoformat(),
+        "finished": (report.finished or report.started).isoformat(),
+        "policies": [{
+            "name": p.name, "ok": p.ok, "done": p.done, "invalid": p.invalid, "suspended": p.suspended,
+            "dryRun": p.dry_run, "held": p.held, "active": p.active, "keptRunning": p.kept_running_by,
+            "frozen": p.frozen, "restored": p.restored, "adopted": p.adopted, "unchanged": p.unchanged,
+            "excluded": p.excluded, "keptFrozen": p.kept_frozen, "podsLeft": p.pods_left, "failures": p.failures,
+            "capExceeded": p.cap_message,
+        } for p in report.policies],
+        "actions": [{
+            "verb": r.action.verb.value, "outcome": r.outcome, "message": r.message, "policy": r.action.policy,
+            "kind": r.action.workload.kind.value, "namespace": r.action.workload.namespace,
+            "name": r.action.workload.name, "before": r.action.workload.size, "after": r.action.after,
+            "reason": r.action.reason,
+        } for r in report.results],
+        "problems": report.problems,
+    }

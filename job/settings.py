@@ -1,0 +1,91 @@
+"""Every setting of a run: environment variables `NSSCALER_*` and the matching `--flags` (flags win)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from job.workloads import Kind
+
+LogFormat = Literal["text", "json"]
+Output = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+def _split_list(value: object) -> object:
+    """Lists come as `a,b` from env or flags (or as a JSON list); whitespace is ignored."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("["):
+            import json
+
+            return json.loads(stripped)
+        return [item.strip() for item in stripped.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """nsscaler: scale every namespace of a family to zero except the active ones, and bring them back."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="NSSCALER_",
+        cli_prog_name="nsscaler",
+        cli_kebab_case=True,
+        cli_implicit_flags=True,
+        cli_exit_on_error=False,
+        cli_hide_none_type=True,
+        cli_use_class_docs_for_groups=False,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    # -- connection ------------------------------------------------------------------------------
+    kubeconfig: Path | None = Field(
+        default=None, description="kubeconfig file; default: in a pod its ServiceAccount, else $KUBECONFIG or ~/.kube/config")
+    context: str | None = Field(default=None, description="kubeconfig context to use (default: its current one)")
+    request_timeout: float = Field(default=15.0, gt=0, le=300, description="seconds one API request may take")
+    retry_attempts: int = Field(default=5, ge=1, le=20,
+                                description="attempts per API request on connection errors, 429 and 5xx")
+    retry_budget: float = Field(default=60.0, gt=0, le=1800,
+                                description="seconds one API request may spend retrying in total")
+    concurrency: int = Field(default=8, ge=1, le=64, description="PATCH requests in flight at once")
+    page_size: int = Field(default=500, ge=1, le=10000, description="items per page of every LIST")
+    conflict_retries: int = Field(default=3, ge=0, le=10,
+                                  description="re-reads of one workload after a 409 Conflict before giving up")
+
+    # -- behaviour -------------------------------------------------------------------------------
+    dry_run: bool = Field(default=False, description="plan and print only: PATCHes go with dryRun=All, "
+                                                     "no status and no Events are written")
+    default_kinds: Annotated[list[Kind], NoDecode] = Field(
+        default=[Kind.DEPLOYMENT, Kind.STATEFULSET],
+        description="kinds frozen by a policy whose spec.kinds is empty (Deployment, StatefulSet, CronJob)")
+    protected_namespaces: Annotated[list[str], NoDecode] = Field(
+        default=["kube-system"], description="namespaces nsscaler never touches, whatever a policy says")
+    own_namespace: str | None = Field(
+        default=None, description="namespace the job runs in (never touched; the CronJob sets it from the "
+                                  "downward API; in a pod it defaults to the ServiceAccount's namespace)")
+    max_freeze: int | None = Field(
+        default=None, ge=0, description="safety cap: if one run would freeze more workloads than this, it "
+                                        "freezes none and fails (default: no cap)")
+    events: bool = Field(default=True, description="record Events on workloads and NSScalers")
+    status_list_limit: int = Field(default=20, ge=0, le=200,
+                                   description="at most this many namespace names per list in a status")
+
+    # -- output ----------------------------------------------------------------------------------
+    log_format: LogFormat = Field(default="text", description="text, or json (one object a line)")
+    log_level: LogLevel = Field(default="info", description="debug, info, warning or error")
+    output: Output = Field(default="text", description="text: a summary on stderr; json: the whole run "
+                                                       "report as JSON on stdout")
+
+    @field_validator("default_kinds", "protected_namespaces", mode="before")
+    @classmethod
+    def _lists(cls, value: object) -> object:
+        return _split_list(value)
+
+    @field_validator("log_format", "log_level", "output", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value

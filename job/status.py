@@ -1,0 +1,137 @@
+"""The status of an NSScaler, built from one run's results (pure: `now` is a parameter).
+
+Shape: the Go operator's `done`, plus Kubernetes conventions: `observedGeneration`, `conditions` in
+metav1.Condition shape (a `lastTransitionTime` only moves when the condition's status changes), and
+counts and capped name lists that make `kubectl get` and `kubectl describe` answer "what did it do".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+CONDITION_READY = "Ready"
+CONDITION_DRAINED = "Drained"
+
+REASON_RECONCILED = "Reconciled"
+REASON_DRY_RUN = "DryRun"
+REASON_INVALID_SPEC = "InvalidSpec"
+REASON_PARTIAL_FAILURE = "PartialFailure"
+REASON_SUSPENDED = "Suspended"
+REASON_CAP_EXCEEDED = "FreezeCapExceeded"
+REASON_PODS_GONE = "NoPodsLeft"
+REASON_PODS_LEFT = "PodsRemaining"
+REASON_NOTHING_HELD = "NothingHeld"
+
+MAX_FAILURES_IN_STATUS = 5
+
+
+@dataclass
+class PolicyOutcome:
+    """Everything one run learned and did for one NSScaler."""
+
+    name: str
+    generation: int
+    uid: str = ""
+    previous_status: dict[str, Any] = field(default_factory=dict)
+    invalid: str | None = None
+    suspended: bool = False
+    dry_run: bool = False
+    held: list[str] = field(default_factory=list)
+    active: list[str] = field(default_factory=list)
+    kept_running_by: dict[str, list[str]] = field(default_factory=dict)
+    frozen: int = 0
+    restored: int = 0
+    adopted: int = 0
+    unchanged: int = 0
+    excluded: int = 0
+    kept_frozen: int = 0
+    failures: list[str] = field(default_factory=list)
+    pods_left: int = 0
+    cap_message: str | None = None
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    @property
+    def done(self) -> bool:
+        """True only when this policy serves and no Pod is left in any namespace it holds."""
+        return self.invalid is None and not self.suspended and self.pods_left == 0
+
+    @property
+    def ok(self) -> bool:
+        return self.invalid is None and not self.failures and self.cap_message is None
+
+
+def _timestamp(now: dt.datetime) -> str:
+    return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(kind: str, *, true: bool, reason: str, message: str, outcome: PolicyOutcome,
+               now: dt.datetime) -> dict[str, Any]:
+    status = "True" if true else "False"
+    previous = next((c for c in outcome.previous_status.get("conditions") or [] if c.get("type") == kind), None)
+    since = previous.get("lastTransitionTime") if previous and previous.get("status") == status else None
+    return {"type": kind, "status": status, "reason": reason, "message": message[:1024],
+            "lastTransitionTime": since or _timestamp(now), "observedGeneration": outcome.generation}
+
+
+def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
+    if outcome.invalid is not None:
+        return False, REASON_INVALID_SPEC, outcome.invalid
+    if outcome.suspended:
+        return False, REASON_SUSPENDED, "spec.suspend is true: this policy freezes and restores nothing"
+    if outcome.cap_message:
+        return False, REASON_CAP_EXCEEDED, outcome.cap_message
+    if outcome.failures:
+        return False, REASON_PARTIAL_FAILURE, (f"{outcome.failed} of {outcome.failed + outcome.frozen + outcome.restored}"
+                                               f" changes failed; first: {outcome.failures[0]}")
+    verb = "would freeze" if outcome.dry_run else "froze"
+    message = (f"{len(outcome.held)} namespaces held; {verb} {outcome.frozen}, restored {outcome.restored}, "
+               f"{outcome.unchanged} already frozen, {outcome.excluded} excluded")
+    return True, REASON_DRY_RUN if outcome.dry_run else REASON_RECONCILED, message
+
+
+def _drained(outcome: PolicyOutcome) -> tuple[bool, str, str]:
+    if not outcome.done:
+        if outcome.invalid is not None or outcome.suspended:
+            return False, REASON_SUSPENDED if outcome.suspended else REASON_INVALID_SPEC, "policy not served"
+        return False, REASON_PODS_LEFT, f"{outcome.pods_left} Pods still run in held namespaces"
+    if not outcome.held:
+        return True, REASON_NOTHING_HELD, "no namespace is held by this policy"
+    return True, REASON_PODS_GONE, f"no Pod left in the {len(outcome.held)} held namespaces"
+
+
+def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -> dict[str, Any]:
+    ready, ready_reason, ready_message = _ready(outcome)
+    drained, drained_reason, drained_message = _drained(outcome)
+    kept = sorted(outcome.kept_running_by.items())[:list_limit]
+    return {
+        "done": outcome.done,
+        "observedGeneration": outcome.generation,
+        "lastRunTime": _timestamp(now),
+        "dryRun": outcome.dry_run,
+        "conditions": [
+            _condition(CONDITION_READY, true=ready, reason=ready_reason, message=ready_message,
+                       outcome=outcome, now=now),
+            _condition(CONDITION_DRAINED, true=drained, reason=drained_reason, message=drained_message,
+                       outcome=outcome, now=now),
+        ],
+        "counts": {
+            "heldNamespaces": len(outcome.held),
+            "activeNamespaces": len(outcome.active),
+            "frozen": outcome.frozen,
+            "restored": outcome.restored,
+            "unchanged": outcome.unchanged,
+            "excluded": outcome.excluded,
+            "keptFrozen": outcome.kept_frozen,
+            "failed": outcome.failed,
+            "podsLeft": outcome.pods_left,
+        },
+        "heldNamespaces": outcome.held[:list_limit],
+        "activeNamespaces": outcome.active[:list_limit],
+        "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
+        "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
+    }

@@ -1,0 +1,138 @@
+"""Builders for the Kubernetes objects tests create, and a small admin client to create them.
+
+The admin client is test plumbing (plain HTTPS with the control plane's admin certificate), not the
+product's API layer: tests set the scene and read the outcome with it, and run nsscaler itself to act.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+
+from tests.cluster.controlplane import ControlPlane
+
+NSSCALER_VERSION = "operators.wubw.fun/v1alpha1"
+
+_PATHS = {
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Pod": ("/api/v1", "pods", True),
+    "ServiceAccount": ("/api/v1", "serviceaccounts", True),
+    "Secret": ("/api/v1", "secrets", True),
+    "Event": ("/api/v1", "events", True),
+    "Deployment": ("/apis/apps/v1", "deployments", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "CronJob": ("/apis/batch/v1", "cronjobs", True),
+    "Job": ("/apis/batch/v1", "jobs", True),
+    "NSScaler": (f"/apis/{NSSCALER_VERSION}", "nsscalers", False),
+    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
+}
+
+
+def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+
+
+def _pod_template(app: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": app}},
+            "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1"}]}}
+
+
+def deployment(ns: str, name: str, replicas: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": _pod_template(name)}}
+
+
+def statefulset(ns: str, name: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+                     "template": _pod_template(name)}}
+
+
+def cronjob(ns: str, name: str, *, suspend: bool = False) -> dict[str, Any]:
+    template = _pod_template(name)
+    template["spec"]["restartPolicy"] = "Never"
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name, "namespace": ns},
+            "spec": {"schedule": "0 3 * * *", "suspend": suspend,
+                     "jobTemplate": {"spec": {"template": template}}}}
+
+
+def nsscaler(name: str, prefix: str, active: list[str], **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": NSSCALER_VERSION, "kind": "NSScaler", "metadata": {"name": name},
+            "spec": {"scope_prefix": prefix, "active_namespace_suffixes": active, **extra}}
+
+
+class AdminApi:
+    """Create, read, patch and delete objects as cluster admin; raise on any unexpected status."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self.http = plane.session()
+
+    def url(self, kind: str, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+        base, plural, namespaced = _PATHS[kind]
+        path = f"{base}/namespaces/{namespace}/{plural}" if namespaced and namespace else f"{base}/{plural}"
+        if name:
+            path += f"/{name}"
+        if sub:
+            path += f"/{sub}"
+        return self.plane.server + path
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        resp = self.http.post(self.url(obj["kind"], meta.get("namespace")), json=obj, timeout=30)
+        if resp.status_code >= 300:
+            raise AssertionError(f"create {obj['kind']} {meta.get('name')}: {resp.status_code} {resp.text}")
+        return dict(resp.json())
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        resp = self.http.get(self.url(kind, namespace, name), timeout=30)
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    def exists(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        return self.http.get(self.url(kind, namespace, name), timeout=30).status_code == 200
+
+    def list(self, kind: str, namespace: str | None = None, **params: str) -> list[dict[str, Any]]:
+        resp = self.http.get(self.url(kind, namespace), params=params, timeout=60)
+        resp.raise_for_status()
+        return list(resp.json()["items"])
+
+    def patch(self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None,
+              sub: str = "") -> dict[str, Any]:
+        resp = self.http.patch(self.url(kind, namespace, name, sub), json=body, timeout=30,
+                               headers={"Content-Type": "application/merge-patch+json"})
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        resp = self.http.delete(self.url(kind, namespace, name), timeout=30)
+        if resp.status_code not in (200, 202, 404):
+            raise AssertionError(f"delete {kind} {name}: {resp.status_code} {resp.text}")
+
+    def replicas(self, kind: str, namespace: str, name: str) -> int:
+        return int(self.get(kind, name, namespace)["spec"]["replicas"])
+
+    def pods(self, namespace: str) -> list[dict[str, Any]]:
+        return self.list("Pod", namespace)
+
+    def status(self, name: str) -> dict[str, Any]:
+        return dict(self.get("NSScaler", name).get("status") or {})
+
+
+def wait_until(check: Callable[[], bool], *, timeout: float = 60, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

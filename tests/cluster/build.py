@@ -1,0 +1,176 @@
+"""Build etcd, kube-apiserver and kube-controller-manager from their Go modules, once, into a cache.
+
+Neither `k8s.io/kubernetes` nor etcd's server can be `go install`ed directly: their go.mod files replace
+sibling modules with local paths, and `go install` refuses modules with replace directives. So each is
+built from a throwaway wrapper module that requires the real module and pins its siblings to their
+published versions. For Kubernetes the list of staging modules is read from the go.mod the module proxy
+serves, so a version bump needs no edit here.
+
+Standard library only: this runs before the project's virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.cluster import versions
+
+_STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", re.MULTILINE)
+_MANIFEST = "versions.json"
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # A toolchain download is not possible here; a static binary runs anywhere.
+    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-buildvcs=false")
+    return env
+
+
+def _run(cmd: list[str], *, cwd: Path, log: Path) -> None:
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n")
+        out.flush()
+        result = subprocess.run(cmd, cwd=cwd, env=_go_env(), stdout=out, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise RuntimeError(f"`{' '.join(cmd)}` failed (exit {result.returncode}); log {log}:\n{tail}")
+
+
+def _go_output(cmd: list[str], *, cwd: Path) -> str:
+    return subprocess.run(cmd, cwd=cwd, env=_go_env(), check=True, capture_output=True, text=True).stdout
+
+
+def staging_modules(served_go_mod: str) -> list[str]:
+    """The `k8s.io/...` modules that k8s.io/kubernetes replaces with its own staging folders."""
+    return sorted(set(_STAGING_REPLACE.findall(served_go_mod)))
+
+
+def _write_module(workdir: Path, *, name: str, requires: dict[str, str], replaces: dict[str, str],
+                  main_go: str | None) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    for stale in ("go.mod", "go.sum", "main.go", "tools.go"):
+        (workdir / stale).unlink(missing_ok=True)
+    lines = [f"module {name}", "", "go 1.24", ""]
+    lines += [f"require {mod} {ver}" for mod, ver in requires.items()]
+    lines += [f"replace {mod} => {mod} {ver}" for mod, ver in replaces.items()]
+    (workdir / "go.mod").write_text("\n".join(lines) + "\n")
+    if main_go:
+        (workdir / "main.go").write_text(main_go)
+
+
+def _ldflags_kubernetes() -> str:
+    major, minor = versions.KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    stamp = {
+        "gitVersion": versions.KUBERNETES_VERSION,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+        "buildDate": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    flags = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.{key}={value}" for key, value in stamp.items()]
+    return "-s -w " + " ".join(flags)
+
+
+def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
+    mod = work / "kubernetes"
+    mod.mkdir(parents=True, exist_ok=True)
+    info = json.loads(_go_output(
+        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.KUBERNETES_VERSION}"], cwd=mod))
+    served = Path(info["GoMod"]).read_text()
+    staging = staging_modules(served)
+    _progress(f"k8s.io/kubernetes {versions.KUBERNETES_VERSION}: pinning {len(staging)} staging modules "
+              f"to {versions.STAGING_VERSION}")
+    imports = "\n".join(f'\t_ "{pkg}"' for pkg in versions.KUBERNETES_COMMANDS.values())
+    tools = f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
+    _write_module(mod, name="nsscaler.local/k8s-build",
+                  requires={"k8s.io/kubernetes": versions.KUBERNETES_VERSION},
+                  replaces={m: versions.STAGING_VERSION for m in staging}, main_go=None)
+    (mod / "tools.go").write_text(tools)
+    _progress("resolving Kubernetes dependencies (go mod tidy)")
+    _run(["go", "mod", "tidy"], cwd=mod, log=log)
+    for name, pkg in versions.KUBERNETES_COMMANDS.items():
+        _progress(f"compiling {name} (the slow part: several minutes on 2 cores)")
+        started = time.monotonic()
+        _run(["go", "build", "-trimpath", "-tags", "tools", "-ldflags", _ldflags_kubernetes(),
+              "-o", str(out / name), pkg], cwd=mod, log=log)
+        _progress(f"{name} built in {time.monotonic() - started:.0f}s")
+
+
+def _build_etcd(work: Path, out: Path, log: Path) -> None:
+    mod = work / "etcd"
+    main_go = ('package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
+               "func main() { etcdmain.Main(os.Args) }\n")
+    _write_module(mod, name="nsscaler.local/etcd-build",
+                  requires={"go.etcd.io/etcd/server/v3": versions.ETCD_VERSION}, replaces={}, main_go=main_go)
+    _progress(f"resolving etcd {versions.ETCD_VERSION} dependencies")
+    _run(["go", "mod", "tidy"], cwd=mod, log=log)
+    _progress("compiling etcd")
+    started = time.monotonic()
+    _run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "."], cwd=mod, log=log)
+    _progress(f"etcd built in {time.monotonic() - started:.0f}s")
+
+
+def _progress(message: str) -> None:
+    print(f"[cluster build {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def is_built(out: Path | None = None) -> bool:
+    """A build is complete only once its manifest exists: it is written last."""
+    out = out or versions.bin_dir()
+    return (out / _MANIFEST).exists() and all((out / b).exists() for b in versions.BINARIES)
+
+
+def ensure_built(*, force: bool = False) -> Path:
+    """Return the folder with the three binaries, building them first if the cache lacks them."""
+    out = versions.bin_dir()
+    if is_built(out) and not force:
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    # One build at a time: a second caller waits, then finds the finished cache.
+    with (out.parent / f"{out.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_built(out) and not force:
+            return out
+        (out / _MANIFEST).unlink(missing_ok=True)
+        work = out.parent / f"{out.name}-src"
+        log = out / "build.log"
+        log.write_text("")
+        _progress(f"building the local control plane into {out} (first run only; log: {log})")
+        started = time.monotonic()
+        _build_etcd(work, out, log)
+        _build_kubernetes(work, out, log)
+        manifest = {
+            "kubernetes": versions.KUBERNETES_VERSION,
+            "etcd": versions.ETCD_VERSION,
+            "build_seconds": round(time.monotonic() - started),
+            "sizes_bytes": {b: (out / b).stat().st_size for b in versions.BINARIES},
+        }
+        (out / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        _progress(f"done in {manifest['build_seconds']}s")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild even if the cache has the binaries")
+    args = parser.parse_args(argv)
+    try:
+        print(ensure_built(force=args.force))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,267 @@
+"""Start and stop one local control plane (etcd, kube-apiserver, kube-controller-manager) on loopback.
+
+Everything a control plane owns lives in its state folder: certificates, etcd data, component logs and
+`state.json` (ports and pids), so `stop()` kills exactly the processes it started, from any process.
+There is no scheduler and no kubelet: Pods stay Pending, which is all nsscaler needs (it counts them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import requests
+import yaml
+
+from tests.cluster import build, pki
+
+#: The controllers nsscaler's behaviour depends on: workloads really get Pods, scaling to 0 really removes
+#: them, CronJobs really create Jobs, namespace deletion really finishes, ServiceAccounts really exist.
+DEFAULT_CONTROLLERS = (
+    "deployment", "replicaset", "statefulset", "job", "cronjob", "namespace", "garbagecollector",
+    "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher",
+)
+#: For the benchmark: thousands of Deployments without thousands of Pods.
+BENCH_CONTROLLERS = ("namespace", "garbagecollector", "serviceaccount", "serviceaccount-token",
+                     "root-ca-cert-publisher")
+_SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+_START_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel kills it when the test run that started it dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class ControlPlane:
+    state_dir: Path
+    server: str
+    ca_cert: Path
+    admin_cert: Path
+    admin_key: Path
+    admin_kubeconfig: Path
+    pids: dict[str, int] = field(default_factory=dict)
+    binaries: dict[str, str] = field(default_factory=dict)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self) -> None:
+        data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+        (self.state_dir / "state.json").write_text(json.dumps(data, indent=2))
+
+    @classmethod
+    def load(cls, state_dir: Path) -> ControlPlane:
+        data = json.loads((state_dir / "state.json").read_text())
+        paths = ("state_dir", "ca_cert", "admin_cert", "admin_key", "admin_kubeconfig")
+        return cls(**{k: Path(v) if k in paths else v for k, v in data.items()})
+
+    # -- health ----------------------------------------------------------------------------------
+    def session(self) -> requests.Session:
+        s = requests.Session()
+        s.trust_env = False  # REQUESTS_CA_BUNDLE would silently replace our CA (and proxies would apply)
+        s.cert = (str(self.admin_cert), str(self.admin_key))
+        s.verify = str(self.ca_cert)
+        return s
+
+    def _process_alive(self, name: str) -> bool:
+        pid = self.pids.get(name)
+        if not pid:
+            return False
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        # Guard against a recycled pid: it must still be our binary.
+        return self.binaries.get(name, name).encode() in cmdline
+
+    def is_alive(self) -> bool:
+        return all(self._process_alive(name) for name in self.pids)
+
+    def is_ready(self) -> bool:
+        try:
+            return self.session().get(f"{self.server}/readyz", timeout=3).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def log_tails(self, lines: int = 30) -> str:
+        chunks = []
+        for name in ("etcd", "kube-apiserver", "kube-controller-manager"):
+            log = self.state_dir / f"{name}.log"
+            if log.exists():
+                tail = log.read_text(errors="replace").splitlines()[-lines:]
+                chunks.append(f"----- {name} ({log}) -----\n" + "\n".join(tail))
+        return "\n".join(chunks)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def stop(self, *, remove_state: bool = True) -> None:
+        """Kill exactly the processes this control plane started, the API server first."""
+        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+            if self._process_alive(name):
+                _terminate(self.pids[name])
+        self.pids = {}
+        if remove_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
+        """Kill the API server and start it again with the same flags (for the restart fault test)."""
+        _terminate(self.pids["kube-apiserver"])
+        time.sleep(down_seconds)
+        args = json.loads((self.state_dir / "kube-apiserver.args.json").read_text())
+        self.pids["kube-apiserver"] = _spawn(args, self.state_dir / "kube-apiserver.log", die_with_parent=True)
+        self.save()
+        _wait_for(self.is_ready, what="kube-apiserver /readyz after restart", plane=self)
+
+    # -- identities ------------------------------------------------------------------------------
+    def kubeconfig(self, path: Path, *, user: str, token: str | None = None, cert: Path | None = None,
+                   key: Path | None = None, namespace: str | None = None) -> Path:
+        """A kubeconfig for any identity: a bearer token, or a client certificate."""
+        creds: dict[str, str] = {"token": token} if token else {
+            "client-certificate": str(cert), "client-key": str(key)}
+        context = {"cluster": "local", "user": user}
+        if namespace:
+            context["namespace"] = namespace
+        doc = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "local",
+            "clusters": [{"name": "local", "cluster": {"server": self.server,
+                                                       "certificate-authority": str(self.ca_cert)}}],
+            "users": [{"name": user, "user": creds}],
+            "contexts": [{"name": "local", "context": context}],
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc))
+        path.chmod(0o600)
+        return path
+
+    def service_account_token(self, namespace: str, name: str, *, seconds: int = 3600) -> str:
+        """A real token from the TokenRequest API: exactly what a pod of that ServiceAccount gets."""
+        url = f"{self.server}/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": seconds}}
+        resp = self.session().post(url, json=body, timeout=10)
+        resp.raise_for_status()
+        return str(resp.json()["status"]["token"])
+
+    def service_account_kubeconfig(self, path: Path, namespace: str, name: str) -> Path:
+        token = self.service_account_token(namespace, name)
+        return self.kubeconfig(path, user=f"system:serviceaccount:{namespace}:{name}", token=token,
+                               namespace=namespace)
+
+
+def _terminate(pid: int, grace: float = 10.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    return
+            if not Path(f"/proc/{pid}").exists():
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _spawn(args: list[str], log: Path, *, die_with_parent: bool) -> int:
+    with log.open("ab") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True,
+                                preexec_fn=_die_with_parent if die_with_parent else None)
+    return proc.pid
+
+
+def _wait_for(check: Callable[[], bool], *, what: str, plane: ControlPlane,
+              timeout: float = _START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if plane.pids and not plane.is_alive():
+            break
+        time.sleep(0.25)
+    raise RuntimeError(f"control plane did not become ready ({what})\n{plane.log_tails()}")
+
+
+def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS,
+          die_with_parent: bool = True) -> ControlPlane:
+    """Start a fresh control plane in `state_dir`; on any failure, stop what was started and raise."""
+    bins = build.ensure_built()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    pki_dir = state_dir / "pki"
+    ca = pki.Authority(pki_dir)
+    serving_cert, serving_key = ca.issue("apiserver", common_name="kube-apiserver", server=True)
+    admin_cert, admin_key = ca.issue("admin", common_name="nsscaler-test-admin", organization="system:masters")
+    sa_private, sa_public = ca.service_account_keys()
+    etcd_port, etcd_peer, api_port, kcm_port = (free_port() for _ in range(4))
+    plane = ControlPlane(state_dir=state_dir, server=f"https://127.0.0.1:{api_port}", ca_cert=ca.ca_cert,
+                         admin_cert=admin_cert, admin_key=admin_key,
+                         admin_kubeconfig=state_dir / "admin.kubeconfig",
+                         binaries={name: str(bins / name) for name in build.versions.BINARIES})
+    plane.kubeconfig(plane.admin_kubeconfig, user="admin", cert=admin_cert, key=admin_key)
+    commands = {
+        "etcd": [
+            str(bins / "etcd"), "--name=nsscaler-test", f"--data-dir={state_dir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=nsscaler-test=http://127.0.0.1:{etcd_peer}",
+            "--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
+        ],
+        "kube-apiserver": [
+            str(bins / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+            f"--cert-dir={state_dir / 'apiserver-certs'}",
+            f"--tls-cert-file={serving_cert}", f"--tls-private-key-file={serving_key}",
+            f"--client-ca-file={ca.ca_cert}", "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=PodSecurity", "--service-cluster-ip-range=10.0.0.0/24",
+            f"--service-account-issuer={_SA_ISSUER}", f"--service-account-key-file={sa_public}",
+            f"--service-account-signing-key-file={sa_private}", "--profiling=false", "--endpoint-reconciler-type=none", "--v=1",
+        ],
+        "kube-controller-manager": [
+            str(bins / "kube-controller-manager"), f"--kubeconfig={plane.admin_kubeconfig}",
+            f"--authentication-kubeconfig={plane.admin_kubeconfig}",
+            f"--authorization-kubeconfig={plane.admin_kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={kcm_port}", "--leader-elect=false",
+            f"--controllers={','.join(controllers)}", f"--service-account-private-key-file={sa_private}",
+            f"--root-ca-file={ca.ca_cert}", "--concurrent-deployment-syncs=10", "--v=1",
+        ],
+    }
+    (state_dir / "kube-apiserver.args.json").write_text(json.dumps(commands["kube-apiserver"]))
+    try:
+        plane.pids["etcd"] = _spawn(commands["etcd"], state_dir / "etcd.log", die_with_parent=die_with_parent)
+        plane.save()
+        plane.pids["kube-apiserver"] = _spawn(commands["kube-apiserver"], state_dir / "kube-apiserver.log",
+                                              die_with_parent=die_with_parent)
+        plane.save()
+        _wait_for(plane.is_ready, what="kube-apiserver /readyz", plane=plane)
+        plane.pids["kube-controller-manager"] = _spawn(
+            commands["kube-controller-manager"], state_dir / "kube-controller-manager.log",
+            die_with_parent=die_with_parent)
+        plane.save()
+        session = plane.session()
+        _wait_for(lambda: session.get(f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default",
+                                      timeout=3).status_code == 200,
+                  what="the default ServiceAccount (controller manager running)", plane=plane)
+    except BaseException:
+        plane.stop(remove_state=False)
+        raise
+    return plane

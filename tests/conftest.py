@@ -1,0 +1,142 @@
+"""Fixtures: one real control plane per test session, a unique namespace prefix per test, and the job.
+
+The control plane is `make cluster-up`'s when one runs (fast iteration), else one started for this
+session and stopped at its end. A failing test that used it gets the components' log tails appended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import builders
+from tests.builders import AdminApi, wait_until
+from tests.cluster import controlplane
+from tests.cluster.__main__ import running
+
+ROOT = Path(__file__).resolve().parent.parent
+CRD = ROOT / "kustomize" / "base" / "crd.yaml"
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
+    shared = running(ROOT / ".cluster")
+    if shared:
+        yield shared
+        return
+    plane = controlplane.start(tmp_path_factory.mktemp("control-plane"))
+    try:
+        yield plane
+    finally:
+        plane.stop(remove_state=False)  # pytest's tmp folders keep the logs of the last runs
+
+
+@pytest.fixture(scope="session")
+def api(control_plane: controlplane.ControlPlane) -> AdminApi:
+    return AdminApi(control_plane)
+
+
+def apply_manifest(kubeconfig: Path, path: Path, *, kustomize: bool = False) -> str:
+    """`kubectl apply` (`-k` for a kustomization), as a user would; returns kubectl's output."""
+    flag = "-k" if kustomize else "-f"
+    result = subprocess.run([kubectl(), "--kubeconfig", str(kubeconfig), "apply", "--server-side",
+                             "--force-conflicts", flag, str(path)], capture_output=True, text=True, check=False)
+    if result.returncode:
+        raise AssertionError(f"kubectl apply {flag} {path} failed:\n{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def kubectl() -> str:
+    return str(Path(sys.executable).parent / "kubectl")
+
+
+@pytest.fixture(scope="session")
+def crd(api: AdminApi, control_plane: controlplane.ControlPlane) -> None:
+    apply_manifest(control_plane.admin_kubeconfig, CRD)
+
+    def established() -> bool:
+        conditions = api.get("CustomResourceDefinition", "nsscalers.operators.wubw.fun")["status"]["conditions"]
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+    wait_until(established, timeout=30, what="the NSScaler CRD to be established")
+
+
+@pytest.fixture
+def prefix(api: AdminApi) -> Iterator[str]:
+    """A namespace-family prefix no other test uses; its namespaces and NSScalers go away afterwards."""
+    value = f"t{uuid.uuid4().hex[:6]}-"
+    yield value
+    with contextlib.suppress(Exception):
+        for obj in api.list("NSScaler"):
+            if obj["spec"].get("scope_prefix", "").startswith(value) or obj["metadata"]["name"].startswith(value):
+                api.delete("NSScaler", obj["metadata"]["name"])
+    with contextlib.suppress(Exception):
+        for ns in api.list("Namespace"):
+            if ns["metadata"]["name"].startswith(value):
+                api.delete("Namespace", ns["metadata"]["name"])
+
+
+@dataclass
+class JobRun:
+    exit_code: int
+    report: dict[str, Any]
+    stderr: str
+
+    @property
+    def requests(self) -> dict[str, int]:
+        return dict(self.report.get("summary", {}).get("requests", {}))
+
+
+@pytest.fixture
+def run_job(control_plane: controlplane.ControlPlane, crd: None) -> Any:
+    """Run nsscaler once in this process as cluster admin (or with `kubeconfig=`); return its report."""
+    from job.cli import main
+
+    def _run(*args: str, kubeconfig: Path | None = None) -> JobRun:
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["--kubeconfig", str(kubeconfig or control_plane.admin_kubeconfig), "--output", "json", *args]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+        logging.getLogger().handlers.clear()
+        text = out.getvalue()
+        return JobRun(code, json.loads(text) if text.strip().startswith("{") else {}, err.getvalue())
+
+    return _run
+
+
+def make_family(api: AdminApi, prefix: str, replicas: dict[str, dict[str, int]]) -> None:
+    """Namespaces `prefix+suffix`, each with Deployments (`d-*`) and StatefulSets (`s-*`) of given sizes."""
+    for suffix, workloads in replicas.items():
+        ns = prefix + suffix
+        api.create(builders.namespace(ns))
+        for name, count in workloads.items():
+            build = builders.statefulset if name.startswith("s-") else builders.deployment
+            api.create(build(ns, name, count))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and call.when == "call" and "control_plane" in getattr(item, "fixturenames", ()):
+        plane = item.funcargs.get("control_plane") if hasattr(item, "funcargs") else None
+        if plane is not None:
+            report.sections.append(("control plane logs", plane.log_tails(20)))
+    return report
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests run nsscaler against the local control plane only: never a user's real cluster.
+    for var in [k for k in os.environ if k.startswith("NSSCALER_")] + ["KUBECONFIG"]:
+        os.environ.pop(var, None)

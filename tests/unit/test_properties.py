@@ -1,0 +1,89 @@
+"""Properties of the planner over generated clusters (hypothesis)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings as hyp_settings
+from hypothesis import strategies as st
+
+from job.plan import Plan, make_plan
+from job.workloads import HANDLERS, Kind, Workload
+from tests.unit.factories import namespaces, policy, settings, workload
+
+SUFFIXES = ["v1", "v2", "v3", "v4"]
+NAMESPACES = [f"shop-{s}" for s in SUFFIXES] + ["kube-system", "other-a", "other-v1"]
+
+
+def apply_plan(plan: Plan, workloads: list[Workload]) -> list[Workload]:
+    """What the API server would hold after the plan's merge patches (a model of the patch semantics)."""
+    by_key = {w.key: w for w in workloads}
+    for action in plan.actions:
+        w = by_key[action.workload.key]
+        handler = HANDLERS[w.kind]
+        annotations = action.patch["metadata"].get("annotations", {})
+        original = annotations.get(handler.record_key, w.original) if handler.record_key in annotations else w.original
+        scaled_by = annotations.get("nsscaler.wubw.fun/scaled-by", w.scaled_by) \
+            if "nsscaler.wubw.fun/scaled-by" in annotations else w.scaled_by
+        spec = action.patch.get("spec")
+        size = w.size if spec is None else (spec["replicas"] if "replicas" in spec else int(not spec["suspend"]))
+        by_key[w.key] = dataclasses.replace(w, size=size, original=original, scaled_by=scaled_by,
+                                            resource_version=str(int(w.resource_version) + 1))
+    return list(by_key.values())
+
+
+policies_st = st.lists(
+    st.builds(lambda name, prefix, active, suspend, restore, kinds: policy(
+        name, prefix, active, suspend=suspend, restore=restore, kinds=kinds),
+        st.sampled_from(["a", "b", "c"]), st.sampled_from(["shop-", "other-", "kube-"]),
+        st.lists(st.sampled_from(SUFFIXES + ["system", "a"]), unique=True, max_size=3),
+        st.booleans(), st.booleans(),
+        st.sampled_from([None, ["Deployment"], ["CronJob", "StatefulSet"], ["Deployment", "StatefulSet", "CronJob"]])),
+    max_size=3, unique_by=lambda p: p.name)
+
+workloads_st = st.lists(
+    st.builds(lambda ns, i, size, kind, excluded: workload(ns, f"w{i}", min(size, 1) if kind is Kind.CRONJOB else size,
+                                                            kind=kind, excluded=excluded),
+              st.sampled_from(NAMESPACES), st.integers(0, 50), st.integers(0, 9), st.sampled_from(list(Kind)),
+              st.booleans()),
+    max_size=25, unique_by=lambda w: w.key)
+
+
+@hyp_settings(max_examples=200, deadline=None)
+@given(policies_st, workloads_st, st.sets(st.sampled_from(NAMESPACES), max_size=2))
+def test_never_touches_what_it_must_not(policies, workloads, protected):
+    plan = make_plan(policies, namespaces(*NAMESPACES), workloads,
+                     settings=settings(protected_namespaces=sorted(protected | {"kube-system"})))
+    for action in plan.actions:
+        w = action.workload
+        assert not w.excluded
+        assert w.namespace not in protected and w.namespace != "kube-system"
+        if action.verb.value == "freeze":
+            holder = next(p for p in policies if p.name == action.policy)
+            assert holder.in_scope(w.namespace)
+            assert not any(p.lists_active(w.namespace) for p in policies if not p.spec.suspend)
+
+
+@hyp_settings(max_examples=200, deadline=None)
+@given(policies_st, workloads_st)
+def test_plan_then_apply_is_idempotent(policies, workloads):
+    after = apply_plan(make_plan(policies, namespaces(*NAMESPACES), workloads, settings=settings()), workloads)
+    assert make_plan(policies, namespaces(*NAMESPACES), after, settings=settings()).actions == []
+
+
+@hyp_settings(max_examples=200, deadline=None)
+@given(policies_st, workloads_st, st.lists(st.integers(0, 9), max_size=25))
+def test_freeze_then_restore_is_identity_even_with_manual_scale_ups(policies, workloads, scale_ups):
+    nss = namespaces(*NAMESPACES)
+    frozen = apply_plan(make_plan(policies, nss, workloads, settings=settings()), workloads)
+    # users scale some frozen workloads up by hand; the next run freezes them again
+    touched = [dataclasses.replace(w, size=n) if w.has_record and w.kind is not Kind.CRONJOB and n else w
+               for w, n in zip(frozen, scale_ups + [0] * len(frozen), strict=False)]
+    refrozen = apply_plan(make_plan(policies, nss, touched, settings=settings()), touched)
+    restored = apply_plan(make_plan([], nss, refrozen, settings=settings()), refrozen)
+    original = {w.key: w.size for w in workloads}
+    for w in restored:
+        if w.namespace == "kube-system" or w.excluded:
+            continue
+        assert w.original is None, w
+        assert w.size == original[w.key], w
