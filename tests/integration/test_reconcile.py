@@ -1,0 +1,181 @@
+"""The job against the real control plane: objects in, objects out."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from job.workloads import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
+from tests import builders
+from tests.builders import AdminApi, wait_until
+from tests.conftest import ROOT, make_family
+
+FAMILY = {
+    "v1": {"d-web": 3, "s-db": 1},
+    "v2": {"d-web": 2, "d-api": 5},
+    "v3": {"d-web": 1, "s-db": 2},
+    "v4": {"d-web": 4, "s-db": 3},
+    "v5": {"d-api": 0},
+}
+
+
+def record(obj) -> dict[str, str]:
+    """nsscaler's annotations on an object (every other annotation is someone else's)."""
+    return {k: v for k, v in (obj["metadata"].get("annotations") or {}).items() if k.startswith("nsscaler.wubw.fun/")}
+
+
+def sizes(api: AdminApi, prefix: str, family=FAMILY) -> dict[str, int]:
+    return {f"{suffix}/{name}": api.replicas("StatefulSet" if name.startswith("s-") else "Deployment",
+                                             prefix + suffix, name)
+            for suffix, workloads in family.items() for name in workloads}
+
+
+def expected(prefix_active: set[str], family=FAMILY) -> dict[str, int]:
+    return {f"{s}/{n}": (count if s in prefix_active else 0) for s, w in family.items() for n, count in w.items()}
+
+
+def test_original_operator_sample_works_unchanged(api: AdminApi, run_job, prefix):
+    sample = yaml.safe_load((ROOT / "kustomize/samples/original-operator.yaml").read_text())
+    api.create(builders.deployment("kube-public", f"{prefix}web", 2))
+    api.create(builders.deployment("kube-system", f"{prefix}web", 1))
+    api.create(sample)
+    try:
+        assert run_job().exit_code == 0
+        assert api.replicas("Deployment", "kube-public", f"{prefix}web") == 0
+        assert api.replicas("Deployment", "kube-system", f"{prefix}web") == 1
+        assert "kube-public" in api.status("nsscaler-sample")["heldNamespaces"]
+    finally:
+        api.delete("NSScaler", "nsscaler-sample")
+    assert run_job().exit_code == 0
+    assert api.replicas("Deployment", "kube-public", f"{prefix}web") == 2
+    api.delete("Deployment", f"{prefix}web", "kube-public")
+    api.delete("Deployment", f"{prefix}web", "kube-system")
+
+
+def test_family_freeze_switch_and_delete_restore_exact_counts(api: AdminApi, run_job, prefix):
+    make_family(api, prefix, FAMILY)
+    name = f"{prefix}release"
+    api.create(builders.nsscaler(name, prefix, ["v3"]))
+
+    first = run_job()
+    assert first.exit_code == 0, first.stderr
+    assert sizes(api, prefix) == expected({"v3"})
+    web = api.get("Deployment", "d-web", prefix + "v1")
+    assert web["metadata"]["annotations"][ANNOTATION_ORIGINAL_REPLICAS] == "3"
+    assert web["metadata"]["annotations"][ANNOTATION_SCALED_BY] == name
+    assert web["metadata"]["labels"][LABEL_SCALED] == "true"
+    assert record(api.get("Deployment", "d-api", prefix + "v5")) == {}  # was at 0 already: not ours
+    status = api.status(name)
+    assert status["counts"]["frozen"] == 6 and status["counts"]["heldNamespaces"] == 4
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+    events = api.list("Event", prefix + "v1", fieldSelector="reason=Frozen")
+    assert any(name in e["message"] for e in events)
+
+    wait_until(lambda: all(not api.pods(prefix + s) for s in ("v1", "v2", "v4", "v5")), what="Pods to go")
+    assert run_job().exit_code == 0
+    status = api.status(name)
+    assert status["done"] is True and status["counts"]["unchanged"] == 7 and status["counts"]["frozen"] == 0
+
+    api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v4"]}})
+    assert run_job().exit_code == 0
+    assert sizes(api, prefix) == expected({"v4"})
+    assert record(api.get("Deployment", "d-web", prefix + "v4")) == {}
+    assert api.status(name)["observedGeneration"] == 2
+
+    api.delete("NSScaler", name)
+    assert run_job().exit_code == 0
+    assert sizes(api, prefix) == expected(set(FAMILY))
+    assert api.list("Deployment", labelSelector=LABEL_SCALED + "=true", fieldSelector=f"metadata.namespace={prefix}v1") == []
+
+
+def test_manual_scale_up_during_freeze_is_refrozen_and_restored_to_pre_freeze_count(api, run_job, prefix):
+    make_family(api, prefix, {"v1": {"d-web": 3}, "v2": {}})
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    api.patch("Deployment", "d-web", {"spec": {"replicas": 6}}, namespace=prefix + "v1")
+    assert run_job().exit_code == 0
+    web = api.get("Deployment", "d-web", prefix + "v1")
+    assert web["spec"]["replicas"] == 0 and web["metadata"]["annotations"][ANNOTATION_ORIGINAL_REPLICAS] == "3"
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1"]}})
+    assert run_job().exit_code == 0
+    assert api.replicas("Deployment", prefix + "v1", "d-web") == 3
+
+
+def test_cronjobs_are_opt_in_and_suspended(api: AdminApi, run_job, prefix):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.cronjob(ns, "nightly"))
+    api.create(builders.cronjob(ns, "paused", suspend=True))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
+    assert run_job().exit_code == 0
+    assert api.get("CronJob", "nightly", ns)["spec"]["suspend"] is False  # not selected by default
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"kinds": ["CronJob"]}})
+    assert run_job().exit_code == 0
+    assert api.get("CronJob", "nightly", ns)["spec"]["suspend"] is True
+    assert "nsscaler.wubw.fun/scaled-by" not in api.get("CronJob", "paused", ns)["metadata"].get("annotations", {})
+    api.delete("NSScaler", f"{prefix}p")
+    assert run_job().exit_code == 0  # no policy selects CronJobs now: the label-selected sweep restores it
+    assert api.get("CronJob", "nightly", ns)["spec"]["suspend"] is False
+    assert api.get("CronJob", "paused", ns)["spec"]["suspend"] is True
+
+
+def test_invalid_policy_is_reported_and_the_valid_one_still_acts(api: AdminApi, run_job, prefix):
+    make_family(api, prefix, {"a": {"d-web": 2}})
+    # Valid for the CRD's schema, invalid for nsscaler: prefix + suffix is longer than a namespace name.
+    api.create(builders.nsscaler(f"{prefix}bad", prefix + "x" * 50, ["y" * 20]))
+    api.create(builders.nsscaler(f"{prefix}good", prefix, ["b"]))
+    result = run_job()
+    assert result.exit_code == 1
+    assert api.replicas("Deployment", prefix + "a", "d-web") == 0
+    ready = {c["type"]: c for c in api.status(f"{prefix}bad")["conditions"]}["Ready"]
+    assert ready["status"] == "False" and ready["reason"] == "InvalidSpec"
+    assert "not a valid namespace name" in ready["message"]
+    assert api.status(f"{prefix}good")["conditions"][0]["status"] == "True"
+
+
+def test_overlapping_policies_active_wins_and_status_says_by_whom(api: AdminApi, run_job, prefix):
+    make_family(api, prefix, {"v1": {"d-web": 1}, "v2": {"d-web": 1}, "v3": {"d-web": 1}})
+    api.create(builders.nsscaler(f"{prefix}a", prefix, ["v1"]))
+    api.create(builders.nsscaler(f"{prefix}b", prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    assert [api.replicas("Deployment", prefix + s, "d-web") for s in ("v1", "v2", "v3")] == [1, 1, 0]
+    kept = api.status(f"{prefix}a")["keptRunning"]
+    assert kept == [{"namespace": prefix + "v2", "by": [f"{prefix}b"]}]
+    assert api.get("Deployment", "d-web", prefix + "v3")["metadata"]["annotations"][ANNOTATION_SCALED_BY] == f"{prefix}a"
+
+
+def test_exclusion_annotation_is_respected(api: AdminApi, run_job, prefix):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.deployment(ns, "keep", 2, annotations={"nsscaler.wubw.fun/exclude": "true"}))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
+    assert run_job().exit_code == 0
+    assert api.replicas("Deployment", ns, "keep") == 2
+    assert api.status(f"{prefix}p")["counts"]["excluded"] == 1
+
+
+@pytest.mark.parametrize("how", ["flag", "spec"])
+def test_dry_run_changes_nothing(api: AdminApi, run_job, prefix, how):
+    make_family(api, prefix, {"v1": {"d-web": 3}})
+    extra = {"dry_run": True} if how == "spec" else {}
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], **extra))
+    result = run_job("--dry-run") if how == "flag" else run_job()
+    assert result.exit_code == 0
+    assert [a["outcome"] for a in result.report["actions"]] == ["dry-run"]
+    web = api.get("Deployment", "d-web", prefix + "v1")
+    assert web["spec"]["replicas"] == 3 and record(web) == {}
+    assert api.list("Event", prefix + "v1", fieldSelector="reason=Frozen") == []
+    if how == "flag":
+        assert api.status(f"{prefix}p") == {}  # a dry run writes no status
+    else:
+        assert api.status(f"{prefix}p")["dryRun"] is True
+
+
+def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, run_job, prefix):
+    make_family(api, prefix, {f"n{i}": {"d-web": 0} for i in range(3)})
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
+    small = run_job().requests
+    make_family(api, prefix, {f"m{i}": {"d-web": 0} for i in range(30)})
+    large = run_job().requests
+    assert small == large, (small, large)
+    assert sum(large.values()) <= 12
