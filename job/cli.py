@@ -36,7 +36,7 @@ def _settings_error(exc: ValidationError) -> str:
 
 
 def load_settings(argv: Sequence[str]) -> Settings:
-    settings = Settings(_cli_parse_args=list(argv))
+    settings = Settings(_cli_parse_args=list(argv))  # type: ignore[call-arg]  # pydantic-settings init kwarg
     if settings.own_namespace is None and _POD_NAMESPACE_FILE.exists():
         settings = settings.model_copy(update={"own_namespace": _POD_NAMESPACE_FILE.read_text().strip()})
     return settings

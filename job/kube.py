@@ -155,7 +155,7 @@ class Kube:
 
     def _send_once(self, verb: str, method: str, **kwargs: Any) -> requests.Response:
         self.requests.add(verb)
-        resp = self.api.request(method, **kwargs)
+        resp: requests.Response = self.api.request(method, **kwargs)
         if resp.status_code in _RETRY_STATUSES:
             raise _Retryable(resp.status_code, _error_message(resp), _retry_after(resp))
         if resp.status_code == 409:
@@ -166,7 +166,7 @@ class Kube:
 
     def _send(self, verb: str, method: str, **kwargs: Any) -> Any:
         try:
-            resp = self._retrying(self._send_once, verb, method, **kwargs)
+            resp: requests.Response = self._retrying(self._send_once, verb, method, **kwargs)
         except _Retryable as exc:
             raise ApiError(exc.status, f"{exc.message} (gave up after retries)") from None
         except (requests.ConnectionError, requests.Timeout) as exc:

@@ -143,22 +143,22 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], namespaces: Sequence[N
         if verdict.untouchable:
             continue
         if verdict.keepers:
-            for holder in verdict.holders:
-                reports[holder.name].kept_running_by[ns] = list(verdict.keepers)
+            for p in verdict.holders:
+                reports[p.name].kept_running_by[ns] = list(verdict.keepers)
         else:
             held_by[ns] = [p.name for p in verdict.holders]
-            for holder in verdict.holders:
-                reports[holder.name].held.append(ns)
+            for p in verdict.holders:
+                reports[p.name].held.append(ns)
         for keeper in verdict.keepers:
             reports[keeper].active.append(ns)
 
     actions: list[Action] = []
     problems: list[Problem] = []
     for workload in workloads:
-        verdict = verdicts.get(workload.namespace)
-        if verdict and verdict.untouchable:
+        found = verdicts.get(workload.namespace)
+        if found and found.untouchable:
             continue
-        holder = verdict.holder_for(workload.kind) if verdict else None
+        holder = found.holder_for(workload.kind) if found else None
         owner_name = holder.name if holder else workload.scaled_by
         if owner_name is None:
             continue  # neither held nor ours: not nsscaler's business
@@ -197,7 +197,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], namespaces: Sequence[N
         dry_run = settings.dry_run or (owner.spec.dry_run if owner else False)
         restored = HANDLERS[workload.kind].restored_size(workload.original or "")
         actions.append(Action(Verb.RESTORE, workload, owner_name, restore_patch(workload), restored,
-                              _restore_reason(workload, verdict, owner if isinstance(owner, Policy) else None),
+                              _restore_reason(workload, found, owner if isinstance(owner, Policy) else None),
                               dry_run))
 
     cap_message = None

@@ -167,22 +167,23 @@ class _Applier:
                      f" [{outcome}]" if outcome != "applied" else "", extra=fields)
         if outcome == "applied" and self.settings.events and action.verb is not Verb.ADOPT:
             verb = "froze" if action.verb is Verb.FREEZE else "restored"
-            self._event(namespace=w.namespace, involved={"apiVersion": HANDLERS[w.kind].api_version,
-                                                         "kind": w.kind.value, "name": w.name,
-                                                         "namespace": w.namespace, "uid": w.uid},
-                        reason="Frozen" if action.verb is Verb.FREEZE else "Restored",
-                        message=f"NSScaler {action.policy} {verb} {w.kind.value} {w.name}: {before} -> {after} "
-                                f"({action.reason})", warning=False)
+            involved = {"apiVersion": HANDLERS[w.kind].api_version, "kind": w.kind.value, "name": w.name,
+                        "namespace": w.namespace, "uid": w.uid}
+            _record_event(self.kube, now=self.now, namespace=w.namespace, involved=involved, warning=False,
+                          reason="Frozen" if action.verb is Verb.FREEZE else "Restored",
+                          message=f"NSScaler {action.policy} {verb} {w.kind.value} {w.name}: {before} -> {after} "
+                                  f"({action.reason})")
         return ActionResult(action, outcome, message)
 
-    def _event(self, *, namespace: str, involved: dict[str, str], reason: str, message: str,
-               warning: bool) -> None:
-        try:
-            self.kube.create_event(namespace=namespace, involved=involved, reason=reason, message=message,
-                                   warning=warning, now=self.now)
-        except ApiError as exc:  # an Event is a courtesy: never fail a freeze for it
-            log.warning("could not record Event %s on %s: %s", reason, involved["name"], exc,
-                        extra={"event": "event-failed"})
+
+def _record_event(kube: Kube, *, now: dt.datetime, namespace: str, involved: dict[str, str], reason: str,
+                  message: str, warning: bool) -> None:
+    try:
+        kube.create_event(namespace=namespace, involved=involved, reason=reason, message=message, warning=warning,
+                          now=now)
+    except ApiError as exc:  # an Event is a courtesy: never fail a freeze for it
+        log.warning("could not record Event %s on %s: %s", reason, involved["name"], exc,
+                    extra={"event": "event-failed"})
 
 
 def _count_live_pods(kube: Kube, held: dict[str, list[str]]) -> Counter[str]:
@@ -231,7 +232,7 @@ def _outcomes(policies: Sequence[Policy | InvalidPolicy], plan: Plan, results: l
     return outcomes
 
 
-def _write_statuses(kube: Kube, applier: _Applier, outcomes: list[PolicyOutcome], settings: Settings,
+def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], settings: Settings,
                     now: dt.datetime) -> None:
     for outcome in outcomes:
         try:
@@ -245,9 +246,9 @@ def _write_statuses(kube: Kube, applier: _Applier, outcomes: list[PolicyOutcome]
         if settings.events and not outcome.ok:
             reason = "InvalidSpec" if outcome.invalid else "ReconcileFailed"
             detail = outcome.invalid or outcome.cap_message or "; ".join(outcome.failures[:3])
-            applier._event(namespace=_CLUSTER_EVENTS_NAMESPACE, warning=True, reason=reason, message=detail,
-                           involved={"apiVersion": policy_api.API_VERSION, "kind": "NSScaler",
-                                     "name": outcome.name, "uid": outcome.uid})
+            _record_event(kube, now=now, namespace=_CLUSTER_EVENTS_NAMESPACE, warning=True, reason=reason,
+                          message=detail, involved={"apiVersion": policy_api.API_VERSION, "kind": "NSScaler",
+                                                    "name": outcome.name, "uid": outcome.uid})
 
 
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
@@ -279,7 +280,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         if plan.cap_message:
             log.error(plan.cap_message, extra={"event": "cap-exceeded"})
         if not settings.dry_run:
-            _write_statuses(kube, applier, report.policies, settings, now)
+            _write_statuses(kube, report.policies, settings, now)
     finally:
         report.requests = kube.requests.snapshot()
     return report

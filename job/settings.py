@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,8 +21,6 @@ def _split_list(value: object) -> object:
     if isinstance(value, str):
         stripped = value.strip()
         if stripped.startswith("["):
-            import json
-
             return json.loads(stripped)
         return [item.strip() for item in stripped.split(",") if item.strip()]
     return value
@@ -44,7 +43,8 @@ class Settings(BaseSettings):
 
     # -- connection ------------------------------------------------------------------------------
     kubeconfig: Path | None = Field(
-        default=None, description="kubeconfig file; default: in a pod its ServiceAccount, else $KUBECONFIG or ~/.kube/config")
+        default=None,
+        description="kubeconfig file; default: in a pod its ServiceAccount, else $KUBECONFIG or ~/.kube/config")
     context: str | None = Field(default=None, description="kubeconfig context to use (default: its current one)")
     request_timeout: float = Field(default=15.0, gt=0, le=300, description="seconds one API request may take")
     retry_attempts: int = Field(default=5, ge=1, le=20,
@@ -57,8 +57,8 @@ class Settings(BaseSettings):
                                   description="re-reads of one workload after a 409 Conflict before giving up")
 
     # -- behaviour -------------------------------------------------------------------------------
-    dry_run: bool = Field(default=False, description="plan and print only: PATCHes go with dryRun=All, "
-                                                     "no status and no Events are written")
+    dry_run: bool = Field(default=False, description="plan and print only: PATCHes go with dryRun=All, no "
+                                                     "status and no Events are written")
     default_kinds: Annotated[list[Kind], NoDecode] = Field(
         default=[Kind.DEPLOYMENT, Kind.STATEFULSET],
         description="kinds frozen by a policy whose spec.kinds is empty (Deployment, StatefulSet, CronJob)")

@@ -86,8 +86,9 @@ def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
     if outcome.cap_message:
         return False, REASON_CAP_EXCEEDED, outcome.cap_message
     if outcome.failures:
-        return False, REASON_PARTIAL_FAILURE, (f"{outcome.failed} of {outcome.failed + outcome.frozen + outcome.restored}"
-                                               f" changes failed; first: {outcome.failures[0]}")
+        attempted = outcome.failed + outcome.frozen + outcome.restored
+        return False, REASON_PARTIAL_FAILURE, (f"{outcome.failed} of {attempted} changes failed; "
+                                               f"first: {outcome.failures[0]}")
     verb = "would freeze" if outcome.dry_run else "froze"
     message = (f"{len(outcome.held)} namespaces held; {verb} {outcome.frozen}, restored {outcome.restored}, "
                f"{outcome.unchanged} already frozen, {outcome.excluded} excluded")

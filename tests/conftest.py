@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from job.cli import main
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.cluster import controlplane
@@ -102,8 +103,6 @@ class JobRun:
 @pytest.fixture
 def run_job(control_plane: controlplane.ControlPlane, crd: None) -> Any:
     """Run nsscaler once in this process as cluster admin (or with `kubeconfig=`); return its report."""
-    from job.cli import main
-
     def _run(*args: str, kubeconfig: Path | None = None) -> JobRun:
         out, err = io.StringIO(), io.StringIO()
         argv = ["--kubeconfig", str(kubeconfig or control_plane.admin_kubeconfig), "--output", "json", *args]

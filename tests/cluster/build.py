@@ -38,7 +38,7 @@ def _run(cmd: list[str], *, cwd: Path, log: Path) -> None:
     with log.open("a") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
-        result = subprocess.run(cmd, cwd=cwd, env=_go_env(), stdout=out, stderr=subprocess.STDOUT)
+        result = subprocess.run(cmd, check=False, cwd=cwd, env=_go_env(), stdout=out, stderr=subprocess.STDOUT)
     if result.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
         raise RuntimeError(f"`{' '.join(cmd)}` failed (exit {result.returncode}); log {log}:\n{tail}")

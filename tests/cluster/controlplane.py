@@ -184,7 +184,7 @@ def _spawn(args: list[str], log: Path, *, die_with_parent: bool) -> int:
     with log.open("ab") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True,
-                                preexec_fn=_die_with_parent if die_with_parent else None)
+                                preexec_fn=_die_with_parent if die_with_parent else None)  # noqa: PLW1509 (no threads yet)
     return proc.pid
 
 
@@ -234,7 +234,9 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
             f"--client-ca-file={ca.ca_cert}", "--authorization-mode=Node,RBAC",
             "--enable-admission-plugins=PodSecurity", "--service-cluster-ip-range=10.0.0.0/24",
             f"--service-account-issuer={_SA_ISSUER}", f"--service-account-key-file={sa_public}",
-            f"--service-account-signing-key-file={sa_private}", "--profiling=false", "--endpoint-reconciler-type=none", "--v=1",
+            f"--service-account-signing-key-file={sa_private}", "--profiling=false",
+            # The default reconciler would publish 127.0.0.1 as the `kubernetes` Service endpoint: invalid.
+            "--endpoint-reconciler-type=none", "--v=1",
         ],
         "kube-controller-manager": [
             str(bins / "kube-controller-manager"), f"--kubeconfig={plane.admin_kubeconfig}",

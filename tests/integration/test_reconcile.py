@@ -85,7 +85,7 @@ def test_family_freeze_switch_and_delete_restore_exact_counts(api: AdminApi, run
     api.delete("NSScaler", name)
     assert run_job().exit_code == 0
     assert sizes(api, prefix) == expected(set(FAMILY))
-    assert api.list("Deployment", labelSelector=LABEL_SCALED + "=true", fieldSelector=f"metadata.namespace={prefix}v1") == []
+    assert api.list("Deployment", prefix + "v1", labelSelector=LABEL_SCALED + "=true") == []
 
 
 def test_manual_scale_up_during_freeze_is_refrozen_and_restored_to_pre_freeze_count(api, run_job, prefix):
@@ -141,7 +141,8 @@ def test_overlapping_policies_active_wins_and_status_says_by_whom(api: AdminApi,
     assert [api.replicas("Deployment", prefix + s, "d-web") for s in ("v1", "v2", "v3")] == [1, 1, 0]
     kept = api.status(f"{prefix}a")["keptRunning"]
     assert kept == [{"namespace": prefix + "v2", "by": [f"{prefix}b"]}]
-    assert api.get("Deployment", "d-web", prefix + "v3")["metadata"]["annotations"][ANNOTATION_SCALED_BY] == f"{prefix}a"
+    v3 = api.get("Deployment", "d-web", prefix + "v3")
+    assert v3["metadata"]["annotations"][ANNOTATION_SCALED_BY] == f"{prefix}a"
 
 
 def test_exclusion_annotation_is_respected(api: AdminApi, run_job, prefix):

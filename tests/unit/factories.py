@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from job import policy as policy_api
+from job.plan import Plan
 from job.settings import Settings
-from job.workloads import Kind, Namespace, Workload
+from job.workloads import HANDLERS, Kind, Namespace, Workload
 
 DEFAULT_KINDS = frozenset({Kind.DEPLOYMENT, Kind.STATEFULSET})
 
@@ -32,3 +34,20 @@ def workload(ns: str, name: str = "web", size: int = 2, *, kind: Kind = Kind.DEP
              rv: str = "1") -> Workload:
     return Workload(kind=kind, namespace=ns, name=name, resource_version=rv, size=size, original=original,
                     scaled_by=scaled_by, excluded=excluded)
+
+
+def apply_plan(plan: Plan, workloads: list[Workload]) -> list[Workload]:
+    """What the API server would hold after the plan's merge patches (a model of the patch semantics)."""
+    by_key = {w.key: w for w in workloads}
+    for action in plan.actions:
+        w = by_key[action.workload.key]
+        handler = HANDLERS[w.kind]
+        annotations = action.patch["metadata"].get("annotations", {})
+        original = annotations.get(handler.record_key, w.original) if handler.record_key in annotations else w.original
+        scaled_by = annotations.get("nsscaler.wubw.fun/scaled-by", w.scaled_by) \
+            if "nsscaler.wubw.fun/scaled-by" in annotations else w.scaled_by
+        spec = action.patch.get("spec")
+        size = w.size if spec is None else (spec["replicas"] if "replicas" in spec else int(not spec["suspend"]))
+        by_key[w.key] = dataclasses.replace(w, size=size, original=original, scaled_by=scaled_by,
+                                            resource_version=str(int(w.resource_version) + 1))
+    return list(by_key.values())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from job.plan import Verb, make_plan
+from job.plan import make_plan
 from job.workloads import (
     ANNOTATION_ORIGINAL_REPLICAS,
     ANNOTATION_ORIGINAL_SUSPEND,
@@ -12,7 +12,7 @@ from job.workloads import (
     LABEL_SCALED,
     Kind,
 )
-from tests.unit.factories import namespaces, policy, settings, workload
+from tests.unit.factories import apply_plan, namespaces, policy, settings, workload
 
 FAMILY = namespaces("shop-v1", "shop-v2", "shop-v3", "other")
 
@@ -34,8 +34,8 @@ def verbs(plan):
                  [("restore", "shop-v1", "web")], id="allowed-again-is-restored"),
     pytest.param([], [workload("shop-v1", size=0, original="4", scaled_by="p")],
                  [("restore", "shop-v1", "web")], id="policy-deleted-restores"),
-    pytest.param([policy("p", "shop-", ["v3"], restore=False)], [workload("other", size=0, original="4", scaled_by="p")],
-                 [], id="restore-false-keeps-frozen"),
+    pytest.param([policy("p", "shop-", ["v3"], restore=False)],
+                 [workload("other", size=0, original="4", scaled_by="p")], [], id="restore-false-keeps-frozen"),
     pytest.param([policy("p", "shop-", ["v3"], suspend=True)],
                  [workload("shop-v1"), workload("shop-v2", size=0, original="1", scaled_by="p")],
                  [], id="suspended-neither-freezes-nor-restores"),
@@ -119,7 +119,8 @@ def test_cap_blocks_every_freeze_but_not_restores():
     plan = make_plan([policy("p", "shop-", ["v3"])], FAMILY, workloads, settings=settings(max_freeze=1))
     assert verbs(plan) == [("restore", "other", "c")]
     assert plan.cap_message and "over the cap of 1" in plan.cap_message
-    assert make_plan([policy("p", "shop-", ["v3"])], FAMILY, workloads, settings=settings(max_freeze=2)).cap_message is None
+    under_cap = make_plan([policy("p", "shop-", ["v3"])], FAMILY, workloads, settings=settings(max_freeze=2))
+    assert under_cap.cap_message is None
 
 
 def test_dry_run_policy_marks_its_actions_only():
@@ -137,10 +138,9 @@ def test_reports_held_active_and_kept_running_by_whom():
 
 
 def test_idempotent_after_apply_and_freeze_restore_is_identity():
-    from tests.unit.test_properties import apply_plan
-
     p = policy("p", "shop-", ["v3"])
-    start = [workload("shop-v1", "a", 3), workload("shop-v2", "b", 1, kind=Kind.STATEFULSET), workload("shop-v3", "c", 2)]
+    start = [workload("shop-v1", "a", 3), workload("shop-v2", "b", 1, kind=Kind.STATEFULSET),
+             workload("shop-v3", "c", 2)]
     frozen = apply_plan(make_plan([p], FAMILY, start, settings=settings()), start)
     assert make_plan([p], FAMILY, frozen, settings=settings()).actions == []
     restored = apply_plan(make_plan([], FAMILY, frozen, settings=settings()), frozen)

@@ -4,39 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings as hyp_settings
+from hypothesis import given
+from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from job.plan import Plan, make_plan
-from job.workloads import HANDLERS, Kind, Workload
-from tests.unit.factories import namespaces, policy, settings, workload
+from job.plan import make_plan
+from job.workloads import Kind
+from tests.unit.factories import apply_plan, namespaces, policy, settings, workload
 
 SUFFIXES = ["v1", "v2", "v3", "v4"]
 NAMESPACES = [f"shop-{s}" for s in SUFFIXES] + ["kube-system", "other-a", "other-v1"]
-
-
-def apply_plan(plan: Plan, workloads: list[Workload]) -> list[Workload]:
-    """What the API server would hold after the plan's merge patches (a model of the patch semantics)."""
-    by_key = {w.key: w for w in workloads}
-    for action in plan.actions:
-        w = by_key[action.workload.key]
-        handler = HANDLERS[w.kind]
-        annotations = action.patch["metadata"].get("annotations", {})
-        original = annotations.get(handler.record_key, w.original) if handler.record_key in annotations else w.original
-        scaled_by = annotations.get("nsscaler.wubw.fun/scaled-by", w.scaled_by) \
-            if "nsscaler.wubw.fun/scaled-by" in annotations else w.scaled_by
-        spec = action.patch.get("spec")
-        size = w.size if spec is None else (spec["replicas"] if "replicas" in spec else int(not spec["suspend"]))
-        by_key[w.key] = dataclasses.replace(w, size=size, original=original, scaled_by=scaled_by,
-                                            resource_version=str(int(w.resource_version) + 1))
-    return list(by_key.values())
 
 
 policies_st = st.lists(
     st.builds(lambda name, prefix, active, suspend, restore, kinds: policy(
         name, prefix, active, suspend=suspend, restore=restore, kinds=kinds),
         st.sampled_from(["a", "b", "c"]), st.sampled_from(["shop-", "other-", "kube-"]),
-        st.lists(st.sampled_from(SUFFIXES + ["system", "a"]), unique=True, max_size=3),
+        st.lists(st.sampled_from([*SUFFIXES, "system", "a"]), unique=True, max_size=3),
         st.booleans(), st.booleans(),
         st.sampled_from([None, ["Deployment"], ["CronJob", "StatefulSet"], ["Deployment", "StatefulSet", "CronJob"]])),
     max_size=3, unique_by=lambda p: p.name)
