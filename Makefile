@@ -37,7 +37,7 @@ test: install control-plane ## the whole suite (unit, integration, e2e) against 
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: install control-plane ## the long fault tests (crash loops, API server restarts)
-	$(BIN)/pytest -m slow $(PYTEST_ARGS)
+	$(BIN)/pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: no slow test selected
 
 test-unit: install ## only the fast pure tests
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -38,10 +38,14 @@ _SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 _START_TIMEOUT = 120.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports: all sockets stay bound until every port is chosen, so the kernel
+    cannot hand out the same port twice."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 def _die_with_parent() -> None:
@@ -210,7 +214,7 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
     serving_cert, serving_key = ca.issue("apiserver", common_name="kube-apiserver", server=True)
     admin_cert, admin_key = ca.issue("admin", common_name="nsscaler-test-admin", organization="system:masters")
     sa_private, sa_public = ca.service_account_keys()
-    etcd_port, etcd_peer, api_port, kcm_port = (free_port() for _ in range(4))
+    etcd_port, etcd_peer, api_port, kcm_port = free_ports(4)
     plane = ControlPlane(state_dir=state_dir, server=f"https://127.0.0.1:{api_port}", ca_cert=ca.ca_cert,
                          admin_cert=admin_cert, admin_key=admin_key,
                          admin_kubeconfig=state_dir / "admin.kubeconfig",

@@ -52,6 +52,19 @@ class Authority:
         )
         self.ca_cert = folder / "ca.crt"
         self.ca_cert.write_bytes(self._cert.public_bytes(serialization.Encoding.PEM))
+        _write_key(folder / "ca.key", self._key)
+
+    @classmethod
+    def load(cls, folder: Path) -> Authority:
+        """The authority of a running control plane, to issue one more certificate (e.g. a test proxy's)."""
+        authority = cls.__new__(cls)
+        authority.folder = folder
+        authority.ca_cert = folder / "ca.crt"
+        authority._cert = x509.load_pem_x509_certificate(authority.ca_cert.read_bytes())
+        key = serialization.load_pem_private_key((folder / "ca.key").read_bytes(), password=None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        authority._key = key
+        return authority
 
     def issue(self, stem: str, *, common_name: str, organization: str | None = None,
               server: bool = False) -> tuple[Path, Path]:
