@@ -274,9 +274,13 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
             report.problems.append(f"could not count Pods for `done`: {exc}")
             pods = Counter({ns: 1 for ns in plan.held_by})  # unknown is not done
         report.policies = _outcomes(policies, plan, report.results, pods, settings)
-        orphans = {r.action.policy for r in report.results} - {p.name for p in policies}
+        # Failures of workloads whose policy is gone have no status to go to: the run report keeps them.
+        known = {p.name for p in policies}
         report.problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in report.results
-                            if r.outcome == "failed" and r.action.policy in orphans]
+                            if r.outcome == "failed" and r.action.policy not in known]
+        report.problems += [pr.message for pr in plan.problems if pr.policy not in known]
+        for problem in plan.problems:
+            log.error(problem.message, extra={"event": "problem", "policy": problem.policy})
         if plan.cap_message:
             log.error(plan.cap_message, extra={"event": "cap-exceeded"})
         if not settings.dry_run:

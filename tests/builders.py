@@ -122,6 +122,12 @@ class AdminApi:
     def pods(self, namespace: str) -> list[dict[str, Any]]:
         return self.list("Pod", namespace)
 
+    def crd_established(self, name: str = "nsscalers.operators.wubw.fun") -> bool:
+        if not self.exists("CustomResourceDefinition", name):
+            return False
+        conditions = self.get("CustomResourceDefinition", name).get("status", {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
     def status(self, name: str) -> dict[str, Any]:
         return dict(self.get("NSScaler", name).get("status") or {})
 

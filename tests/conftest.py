@@ -66,12 +66,7 @@ def kubectl() -> str:
 @pytest.fixture(scope="session")
 def crd(api: AdminApi, control_plane: controlplane.ControlPlane) -> None:
     apply_manifest(control_plane.admin_kubeconfig, CRD)
-
-    def established() -> bool:
-        conditions = api.get("CustomResourceDefinition", "nsscalers.operators.wubw.fun")["status"]["conditions"]
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-    wait_until(established, timeout=30, what="the NSScaler CRD to be established")
+    wait_until(api.crd_established, timeout=30, what="the NSScaler CRD to be established")
 
 
 @pytest.fixture

@@ -1,0 +1,51 @@
+"""Bad settings: one clear line per problem, exit 2, before anything touches a cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from job.cli import EXIT_CANNOT_START, main
+
+
+@pytest.mark.parametrize(("argv", "env", "expected"), [
+    pytest.param(["--default-kinds", "Pod"], {}, "--default-kinds (NSSCALER_DEFAULT_KINDS)[0]", id="unknown-kind"),
+    pytest.param(["--concurrency", "-1"], {}, "--concurrency (NSSCALER_CONCURRENCY): Input should be greater",
+                 id="negative-concurrency"),
+    pytest.param([], {"NSSCALER_MAX_FREEZE": "-3"}, "--max-freeze (NSSCALER_MAX_FREEZE)", id="negative-cap-env"),
+    pytest.param(["--log-format", "xml"], {}, "--log-format (NSSCALER_LOG_FORMAT): Input should be 'text' or 'json'",
+                 id="bad-log-format"),
+    pytest.param(["--request-timeout", "soon"], {}, "--request-timeout", id="not-a-number"),
+    pytest.param(["--frobnicate"], {}, "unrecognized arguments: --frobnicate", id="unknown-flag"),
+])
+def test_invalid_settings_exit_2_with_the_field_and_reason(argv, env, expected, monkeypatch, capsys):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(argv) == EXIT_CANNOT_START
+    err = capsys.readouterr().err
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_missing_kubeconfig_says_what_to_do(tmp_path, capsys):
+    assert main(["--kubeconfig", str(tmp_path / "nope")]) == EXIT_CANNOT_START
+    err = capsys.readouterr().err
+    assert "no credentials" in err and "--kubeconfig" in err
+
+
+def test_unknown_context_lists_the_known_ones(tmp_path, capsys):
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: a\nclusters: [{name: c, cluster: {server: "
+                      "'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: a, "
+                      "context: {cluster: c, user: u}}]\n")
+    assert main(["--kubeconfig", str(config), "--context", "b"]) == EXIT_CANNOT_START
+    assert "context 'b' is not in" in capsys.readouterr().err
+
+
+def test_help_lists_every_setting(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--kubeconfig", "--context", "--dry-run", "--max-freeze", "--protected-namespaces",
+                 "--log-format", "--output", "--concurrency", "--retry-attempts"):
+        assert flag in out
