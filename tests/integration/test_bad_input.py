@@ -26,7 +26,7 @@ def test_unreachable_api_exits_2_after_bounded_retries(run_job, control_plane, t
     saved = control_plane.server
     control_plane.server = f"https://127.0.0.1:{port}"
     try:
-        kubeconfig = control_plane.kubeconfig(tmp_path / "k", user="x", token="not-used")
+        kubeconfig = control_plane.kubeconfig(tmp_path / "k", user="x", token="not-used")  # noqa: S106 (nothing listens there)
     finally:
         control_plane.server = saved
     started = time.monotonic()
@@ -172,7 +172,7 @@ def test_malformed_record_is_not_restored_and_is_reported(api: AdminApi, run_job
 
 
 def test_no_token_in_any_log_line_or_report(api, run_job, prefix, service_account, control_plane, tmp_path):
-    ns, kubeconfig = service_account
+    _, kubeconfig = service_account
     token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
     for args in (("--log-level", "debug"), ("--log-level", "debug", "--log-format", "json")):
         result = run_job(*args, kubeconfig=kubeconfig)  # refused by RBAC: the error path logs too
