@@ -20,7 +20,7 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 PLURAL = "nsscalers"
 CRD_NAME = f"{PLURAL}.{GROUP}"
-MAX_SUFFIXES = 256
+MAX_SUFFIXES = 1000
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
