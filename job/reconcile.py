@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +46,8 @@ class RunReport:
     results: list[ActionResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     requests: dict[str, int] = field(default_factory=dict)
+    #: seconds spent in each phase (observe, plan, apply, pods, status): where a slow run spends its time
+    phases: dict[str, float] = field(default_factory=dict)
     finished: dt.datetime | None = None
 
     @property
@@ -121,6 +125,7 @@ class _Applier:
     def __init__(self, kube: Kube, settings: Settings, *, policies: Sequence[Policy | InvalidPolicy],
                  namespaces: Sequence[Namespace], now: dt.datetime) -> None:
         self.kube, self.settings, self.policies, self.namespaces, self.now = kube, settings, policies, namespaces, now
+        self._event_budget = threading.Semaphore(settings.workload_events_limit if settings.events else 0)
 
     def apply(self, actions: list[Action]) -> list[ActionResult]:
         if not actions:
@@ -165,7 +170,7 @@ class _Applier:
         else:
             log.info("%s %s: %s -> %s (%s)%s", action.verb.value, w.ref, before, after, action.reason,
                      f" [{outcome}]" if outcome != "applied" else "", extra=fields)
-        if outcome == "applied" and self.settings.events and action.verb is not Verb.ADOPT:
+        if outcome == "applied" and action.verb is not Verb.ADOPT and self._event_budget.acquire(blocking=False):
             verb = "froze" if action.verb is Verb.FREEZE else "restored"
             involved = {"apiVersion": HANDLERS[w.kind].api_version, "kind": w.kind.value, "name": w.name,
                         "namespace": w.namespace, "uid": w.uid}
@@ -243,17 +248,31 @@ def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], settings: Setting
                 outcome.failures.append(f"writing status: {exc}")
                 log.error("could not write the status of NSScaler %s: %s", outcome.name, exc,
                           extra={"event": "status-failed", "policy": outcome.name})
-        if settings.events and not outcome.ok:
+        if not settings.events:
+            continue
+        involved = {"apiVersion": policy_api.API_VERSION, "kind": "NSScaler", "name": outcome.name,
+                    "uid": outcome.uid}
+        if not outcome.ok:
             reason = "InvalidSpec" if outcome.invalid else "ReconcileFailed"
             detail = outcome.invalid or outcome.cap_message or "; ".join(outcome.failures[:3])
             _record_event(kube, now=now, namespace=_CLUSTER_EVENTS_NAMESPACE, warning=True, reason=reason,
-                          message=detail, involved={"apiVersion": policy_api.API_VERSION, "kind": "NSScaler",
-                                                    "name": outcome.name, "uid": outcome.uid})
+                          message=detail, involved=involved)
+        if outcome.frozen or outcome.restored:
+            _record_event(kube, now=now, namespace=_CLUSTER_EVENTS_NAMESPACE, warning=False, reason="Reconciled",
+                          message=f"froze {outcome.frozen} and restored {outcome.restored} workloads; "
+                                  f"{len(outcome.held)} namespaces held", involved=involved)
 
 
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
     report = RunReport(started=now, dry_run=settings.dry_run)
+    clock = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        report.phases[name] = round(time.perf_counter() - clock, 3)
+        clock = time.perf_counter()
+
     try:
         _preflight(kube, settings)
         policies = _observe_policies(kube, settings)
@@ -264,16 +283,20 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
             workloads = _observe_workloads(kube, kinds_in_use(policies))
         except ApiError as exc:
             raise _startup_error(kube, exc) from None
+        phase("observe")
         plan = make_plan(policies, namespaces, workloads, settings=settings)
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
+        phase("plan")
         applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now)
         report.results = applier.apply(plan.actions)
+        phase("apply")
         try:
             pods = _count_live_pods(kube, plan.held_by)
         except ApiError as exc:
             report.problems.append(f"could not count Pods for `done`: {exc}")
             pods = Counter({ns: 1 for ns in plan.held_by})  # unknown is not done
         report.policies = _outcomes(policies, plan, report.results, pods, settings)
+        phase("pods")
         # Failures of workloads whose policy is gone have no status to go to: the run report keeps them.
         known = {p.name for p in policies}
         report.problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in report.results
@@ -285,6 +308,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
             log.error(plan.cap_message, extra={"event": "cap-exceeded"})
         if not settings.dry_run:
             _write_statuses(kube, report.policies, settings, now)
+        phase("status")
     finally:
         report.requests = kube.requests.snapshot()
     return report

@@ -56,6 +56,7 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "failed": sum(p.failed for p in report.policies) + len(report.problems),
         "seconds": round(seconds, 3),
         "requests": report.requests,
+        "phases": report.phases,
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
     }

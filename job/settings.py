@@ -71,6 +71,11 @@ class Settings(BaseSettings):
         default=None, ge=0, description="safety cap: if one run would freeze more workloads than this, it "
                                         "freezes none and fails (default: no cap)")
     events: bool = Field(default=True, description="record Events on workloads and NSScalers")
+    workload_events_limit: int = Field(
+        default=50, ge=0, le=100000,
+        description="at most this many Frozen/Restored Events on workloads per run (each is one more write "
+                    "for the API server); every run that changes something also records one summary Event "
+                    "on the NSScaler")
     status_list_limit: int = Field(default=20, ge=0, le=200,
                                    description="at most this many namespace names per list in a status")
 

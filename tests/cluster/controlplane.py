@@ -64,6 +64,8 @@ class ControlPlane:
     admin_kubeconfig: Path
     pids: dict[str, int] = field(default_factory=dict)
     binaries: dict[str, str] = field(default_factory=dict)
+    #: started by `make cluster-up` to outlive the command; a test run must not tie its processes to itself
+    detached: bool = False
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self) -> None:
@@ -128,7 +130,8 @@ class ControlPlane:
         _terminate(self.pids["kube-apiserver"])
         time.sleep(down_seconds)
         args = json.loads((self.state_dir / "kube-apiserver.args.json").read_text())
-        self.pids["kube-apiserver"] = _spawn(args, self.state_dir / "kube-apiserver.log", die_with_parent=True)
+        self.pids["kube-apiserver"] = _spawn(args, self.state_dir / "kube-apiserver.log",
+                                             die_with_parent=not self.detached)
         self.save()
         _wait_for(self.is_ready, what="kube-apiserver /readyz after restart", plane=self)
 
@@ -218,7 +221,8 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
     plane = ControlPlane(state_dir=state_dir, server=f"https://127.0.0.1:{api_port}", ca_cert=ca.ca_cert,
                          admin_cert=admin_cert, admin_key=admin_key,
                          admin_kubeconfig=state_dir / "admin.kubeconfig",
-                         binaries={name: str(bins / name) for name in build.versions.BINARIES})
+                         binaries={name: str(bins / name) for name in build.versions.BINARIES},
+                         detached=not die_with_parent)
     plane.kubeconfig(plane.admin_kubeconfig, user="admin", cert=admin_cert, key=admin_key)
     commands = {
         "etcd": [
