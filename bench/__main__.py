@@ -166,32 +166,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,3000", help="namespace counts (comma-separated)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per scenario (median is reported)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="where results go")
-    parser.add_argument("--kubeconfig", type=Path, help="use this cluster instead of starting one (smoke test)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
-    done = 0
     with tempfile.TemporaryDirectory(prefix="nsscaler-bench-") as tmp:
-        plane = None
-        if args.kubeconfig is None:
-            print("starting a control plane without Pod-creating controllers", file=sys.stderr)
-            plane = controlplane.start(Path(tmp) / "plane", controllers=controlplane.BENCH_CONTROLLERS)
+        print("starting a control plane without Pod-creating controllers", file=sys.stderr)
+        plane = controlplane.start(Path(tmp) / "plane", controllers=controlplane.BENCH_CONTROLLERS)
         try:
-            kubeconfig = args.kubeconfig or plane.admin_kubeconfig  # type: ignore[union-attr]
-            api = AdminApi(plane) if plane else _api_from_kubeconfig(kubeconfig)
-            ensure_crd(kubeconfig, api)
+            api = AdminApi(plane)
+            ensure_crd(plane.admin_kubeconfig, api)
+            done = 0
             for n in sorted(sizes):
                 started = time.monotonic()
                 populate(api, n, done)
                 done = n
                 print(f"N={n}: {n} namespaces, {n * PER_NAMESPACE} Deployments ready in "
                       f"{time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
-                rows += measure(n, args.reps, api, kubeconfig)
+                rows += measure(n, args.reps, api, plane.admin_kubeconfig)
         finally:
-            if plane:
-                plane.stop()
-            elif args.kubeconfig:
-                cleanup(_api_from_kubeconfig(args.kubeconfig), done)
+            plane.stop()
     ratio_rows = ratios(rows)
     table = markdown(rows, ratio_rows)
     print(table)
@@ -199,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
                "kubernetes": "v1.36.3 (local, etcd --unsafe-no-fsync)", "concurrency": CONCURRENCY}
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    name = "smoke" if args.kubeconfig else f"bench-{stamp}"
+    name = f"bench-{stamp}" if sizes != [20] else "smoke"
     (args.out / f"{name}.json").write_text(json.dumps({"machine": machine, "rows": rows, "ratios": ratio_rows},
                                                       indent=2) + "\n")
     (args.out / f"{name}.md").write_text(table)
@@ -211,19 +204,6 @@ def ensure_crd(kubeconfig: Path, api: AdminApi) -> None:
                     "--server-side", "--force-conflicts", "-f", str(ROOT / "kustomize/base/crd.yaml")],
                    check=True, capture_output=True)
     wait_until(api.crd_established, what="the CRD")
-
-
-def cleanup(api: AdminApi, n: int) -> None:
-    if api.exists("NSScaler", POLICY):
-        api.delete("NSScaler", POLICY)
-    for i in range(n):
-        api.delete("Namespace", PREFIX + suffix(i))
-
-
-def _api_from_kubeconfig(kubeconfig: Path) -> AdminApi:
-    """An admin client for a cluster given by kubeconfig (the smoke test's session control plane)."""
-    state = kubeconfig.parent
-    return AdminApi(controlplane.ControlPlane.load(state))
 
 
 if __name__ == "__main__":
