@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,23 @@ _MEASURE = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)")
 
 
+def server_cpu(plane: controlplane.ControlPlane) -> float:
+    """CPU seconds kube-apiserver and etcd have used so far (utime + stime from /proc): the profile that
+    says whether a run is limited by the client or by the server."""
+    total = 0
+    for name in ("kube-apiserver", "etcd"):
+        fields = Path(f"/proc/{plane.pids[name]}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def with_server_cpu(plane: controlplane.ControlPlane, measure_one: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    before = server_cpu(plane)
+    result = measure_one()
+    result["server_cpu_s"] = server_cpu(plane) - before
+    return result
+
+
 def run_nsscaler(kubeconfig: Path, *args: str) -> dict[str, Any]:
     """One run in a child process: wall time from outside, requests from its report, its own peak RSS."""
     started = time.perf_counter()
@@ -89,34 +107,35 @@ def set_policy(api: AdminApi, active: list[str] | None) -> None:
         api.create(builders.nsscaler(POLICY, PREFIX, active))
 
 
-def measure(n: int, reps: int, api: AdminApi, kubeconfig: Path) -> list[dict[str, Any]]:
+def measure(n: int, reps: int, api: AdminApi, plane: controlplane.ControlPlane) -> list[dict[str, Any]]:
     first, second = allowed(n, 0), allowed(n, 1)
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    kubeconfig = plane.admin_kubeconfig
 
-    def add(scenario: str, tool: str, result: dict[str, Any]) -> None:
-        rows.setdefault((scenario, tool), []).append(result)
+    def add(scenario: str, tool: str, measure_one: Callable[[], dict[str, Any]]) -> None:
+        rows.setdefault((scenario, tool), []).append(with_server_cpu(plane, measure_one))
 
     client = baselines.client(str(kubeconfig), CONCURRENCY)
     for rep in range(reps):
         print(f"  N={n} rep {rep + 1}/{reps}: nsscaler", file=sys.stderr, flush=True)
         set_policy(api, first)
-        add("first run", "nsscaler", run_nsscaler(kubeconfig))
-        add("steady state", "nsscaler", run_nsscaler(kubeconfig))
+        add("first run", "nsscaler", lambda: run_nsscaler(kubeconfig))
+        add("steady state", "nsscaler", lambda: run_nsscaler(kubeconfig))
         set_policy(api, second)
-        add("restore run", "nsscaler", run_nsscaler(kubeconfig))
+        add("restore run", "nsscaler", lambda: run_nsscaler(kubeconfig))
         set_policy(api, None)
         run_nsscaler(kubeconfig)  # back to all running, unmeasured
 
         print(f"  N={n} rep {rep + 1}/{reps}: naive", file=sys.stderr, flush=True)
-        add("first run", "naive", baselines.naive(client, prefix=PREFIX, active=set(first), policy=POLICY))
-        add("steady state", "naive", baselines.naive(client, prefix=PREFIX, active=set(first), policy=POLICY))
-        add("restore run", "naive", baselines.naive(client, prefix=PREFIX, active=set(second), policy=POLICY))
+        for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
+            add(scenario, "naive",
+                lambda active=active: baselines.naive(client, prefix=PREFIX, active=set(active), policy=POLICY))
         baselines.naive(client, prefix=PREFIX, active={suffix(i) for i in range(n)}, policy=POLICY)
 
         print(f"  N={n} rep {rep + 1}/{reps}: limit", file=sys.stderr, flush=True)
         for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
             patches = baselines.planned_patches(client, prefix=PREFIX, active=set(active), policy=POLICY)
-            add(scenario, "limit", baselines.limit(client, patches, concurrency=CONCURRENCY))
+            add(scenario, "limit", lambda patches=patches: baselines.limit(client, patches, concurrency=CONCURRENCY))
         everyone = {suffix(i) for i in range(n)}
         baselines.limit(client, baselines.planned_patches(client, prefix=PREFIX, active=everyone, policy=POLICY),
                         concurrency=CONCURRENCY)
@@ -128,7 +147,8 @@ def summarise(n: int, scenario: str, tool: str, results: list[dict[str, Any]]) -
     rss = [r["rss_mb"] for r in results if "rss_mb" in r]
     return {"n": n, "scenario": scenario, "tool": tool, "seconds": statistics.median(r["seconds"] for r in results),
             "requests": median_run["requests"], "total_requests": sum(median_run["requests"].values()),
-            "rss_mb": max(rss) if rss else None, "reps": len(results)}
+            "rss_mb": max(rss) if rss else None, "reps": len(results),
+            "server_cpu_s": statistics.median(r["server_cpu_s"] for r in results)}
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,12 +166,13 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def markdown(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]]) -> str:
-    lines = ["| N | scenario | tool | wall s | requests | by verb | peak RSS MB |", "|---|---|---|---|---|---|---|"]
+    lines = ["| N | scenario | tool | wall s | API server + etcd CPU s | requests | by verb | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         verbs = " ".join(f"{k}={v}" for k, v in sorted(r["requests"].items()))
         rss = f"{r['rss_mb']:.0f}" if r["rss_mb"] else ""
-        lines.append(f"| {r['n']} | {r['scenario']} | {r['tool']} | {r['seconds']:.2f} | {r['total_requests']} | "
-                     f"{verbs} | {rss} |")
+        lines.append(f"| {r['n']} | {r['scenario']} | {r['tool']} | {r['seconds']:.2f} | {r['server_cpu_s']:.1f} | "
+                     f"{r['total_requests']} | {verbs} | {rss} |")
     lines += ["", "| N | scenario | time nsscaler/naive | time nsscaler/limit | requests nsscaler/naive |",
               "|---|---|---|---|---|"]
     for r in ratio_rows:
@@ -182,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 done = n
                 print(f"N={n}: {n} namespaces, {n * PER_NAMESPACE} Deployments ready in "
                       f"{time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
-                rows += measure(n, args.reps, api, plane.admin_kubeconfig)
+                rows += measure(n, args.reps, api, plane)
         finally:
             plane.stop()
     ratio_rows = ratios(rows)

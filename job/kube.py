@@ -164,14 +164,14 @@ class Kube:
             raise ApiError(resp.status_code, _error_message(resp))
         return resp
 
-    def _send(self, verb: str, method: str, **kwargs: Any) -> Any:
+    def _send(self, verb: str, method: str, *, parse: bool = True, **kwargs: Any) -> Any:
         try:
             resp: requests.Response = self._retrying(self._send_once, verb, method, **kwargs)
         except _Retryable as exc:
             raise ApiError(exc.status, f"{exc.message} (gave up after retries)") from None
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise ApiError(0, f"cannot reach the API server at {self.server}: {type(exc).__name__}") from None
-        return resp.json() if resp.content else {}
+        return resp.json() if parse and resp.content else {}
 
     # -- reads -----------------------------------------------------------------------------------
     def list_all(self, *, version: str, plural: str, label_selector: str | None = None,
@@ -203,14 +203,15 @@ class Kube:
         return params
 
     def patch(self, *, version: str, plural: str, namespace: str, name: str, body: dict[str, Any],
-              dry_run: bool) -> dict[str, Any]:
-        """A merge patch; `body` carries metadata.resourceVersion, so a concurrent change gives Conflict."""
-        return dict(self._send("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}",
-                               json=body, headers=_MERGE_PATCH, params=self._write_params(dry_run)))
+              dry_run: bool) -> None:
+        """A merge patch; `body` carries metadata.resourceVersion, so a concurrent change gives Conflict.
+        The response (the whole object) is not parsed: nothing needs it, and a large freeze sends thousands."""
+        self._send("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}", json=body,
+                   headers=_MERGE_PATCH, params=self._write_params(dry_run), parse=False)
 
     def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any]) -> None:
         self._send("patch", "PATCH", version=version, url=f"{plural}/{name}/status", json={"status": status},
-                   headers=_MERGE_PATCH, params=self._write_params(False))
+                   headers=_MERGE_PATCH, params=self._write_params(False), parse=False)
 
     def create_event(self, *, namespace: str, involved: dict[str, str], reason: str, message: str,
                      warning: bool, now: dt.datetime) -> None:
@@ -225,7 +226,7 @@ class Kube:
             "reportingInstance": socket.gethostname(),
         }
         self._send("create", "POST", namespace=namespace, url="events", json=body,
-                   params={"fieldManager": FIELD_MANAGER})
+                   params={"fieldManager": FIELD_MANAGER}, parse=False)
 
     # -- access ----------------------------------------------------------------------------------
     def missing_access(self, needed: list[Access], *, namespace: str) -> list[Access]:
