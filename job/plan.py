@@ -130,8 +130,8 @@ def _restore_reason(workload: Workload, verdict: _Verdict | None, owner: Policy 
     return f"{workload.kind.value} is no longer selected by {owner.name}"
 
 
-def make_plan(policies: Sequence[Policy | InvalidPolicy], namespaces: Sequence[Namespace],
-              workloads: Iterable[Workload], *, settings: Settings) -> Plan:
+def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
+              workloads: Iterable[Workload], settings: Settings) -> Plan:
     """Decide every freeze, restore and adoption for one run."""
     valid = [p for p in policies if isinstance(p, Policy)]
     by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}

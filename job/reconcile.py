@@ -146,7 +146,8 @@ class _Applier:
                                           namespace=w.namespace, name=w.name)
                 except ApiError as exc:
                     return self._result(action, "gone" if exc.status == 404 else "failed", str(exc))
-                replan = make_plan(self.policies, self.namespaces, [from_api(w.kind, fresh)], settings=self.settings)
+                replan = make_plan(self.policies, namespaces=self.namespaces, workloads=[from_api(w.kind, fresh)],
+                                   settings=self.settings)
                 if replan.problems:
                     return self._result(action, "failed", replan.problems[0].message)
                 if not replan.actions:
@@ -203,7 +204,7 @@ def _count_live_pods(kube: Kube, held: dict[str, list[str]]) -> Counter[str]:
     return pods
 
 
-def _outcomes(policies: Sequence[Policy | InvalidPolicy], plan: Plan, results: list[ActionResult],
+def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results: list[ActionResult],
               pods: Counter[str], settings: Settings) -> list[PolicyOutcome]:
     outcomes = []
     for p in policies:
@@ -237,8 +238,7 @@ def _outcomes(policies: Sequence[Policy | InvalidPolicy], plan: Plan, results: l
     return outcomes
 
 
-def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], settings: Settings,
-                    now: dt.datetime) -> None:
+def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], *, settings: Settings, now: dt.datetime) -> None:
     for outcome in outcomes:
         try:
             kube.patch_status(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=outcome.name,
@@ -284,7 +284,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         except ApiError as exc:
             raise _startup_error(kube, exc) from None
         phase("observe")
-        plan = make_plan(policies, namespaces, workloads, settings=settings)
+        plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings)
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
         applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now)
@@ -295,7 +295,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         except ApiError as exc:
             report.problems.append(f"could not count Pods for `done`: {exc}")
             pods = Counter({ns: 1 for ns in plan.held_by})  # unknown is not done
-        report.policies = _outcomes(policies, plan, report.results, pods, settings)
+        report.policies = _outcomes(policies, plan=plan, results=report.results, pods=pods, settings=settings)
         phase("pods")
         # Failures of workloads whose policy is gone have no status to go to: the run report keeps them.
         known = {p.name for p in policies}
@@ -307,7 +307,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         if plan.cap_message:
             log.error(plan.cap_message, extra={"event": "cap-exceeded"})
         if not settings.dry_run:
-            _write_statuses(kube, report.policies, settings, now)
+            _write_statuses(kube, report.policies, settings=settings, now=now)
         phase("status")
     finally:
         report.requests = kube.requests.snapshot()

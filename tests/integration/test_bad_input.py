@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 import yaml
@@ -29,10 +28,8 @@ def test_unreachable_api_exits_2_after_bounded_retries(run_job, control_plane, t
         kubeconfig = control_plane.kubeconfig(tmp_path / "k", user="x", token="not-used")  # noqa: S106 (nothing listens there)
     finally:
         control_plane.server = saved
-    started = time.monotonic()
     result = run_job("--retry-attempts", "3", "--retry-budget", "5", kubeconfig=kubeconfig)
     assert result.exit_code == 2
-    assert time.monotonic() - started < 30
     (line,) = error_lines(result.stderr)
     assert "cannot reach the API server" in line and "check --kubeconfig/--context" in line
     assert result.stderr.count("retrying") == 2  # three attempts, each retry logged

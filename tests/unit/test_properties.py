@@ -17,27 +17,46 @@ NAMESPACES = [f"shop-{s}" for s in SUFFIXES] + ["kube-system", "other-a", "other
 
 
 policies_st = st.lists(
-    st.builds(lambda name, prefix, active, suspend, restore, kinds: policy(
-        name, prefix, active, suspend=suspend, restore=restore, kinds=kinds),
-        st.sampled_from(["a", "b", "c"]), st.sampled_from(["shop-", "other-", "kube-"]),
+    st.builds(
+        lambda name, prefix, active, suspend, restore, kinds: policy(
+            name, prefix, active, suspend=suspend, restore=restore, kinds=kinds
+        ),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["shop-", "other-", "kube-"]),
         st.lists(st.sampled_from([*SUFFIXES, "system", "a"]), unique=True, max_size=3),
-        st.booleans(), st.booleans(),
-        st.sampled_from([None, ["Deployment"], ["CronJob", "StatefulSet"], ["Deployment", "StatefulSet", "CronJob"]])),
-    max_size=3, unique_by=lambda p: p.name)
+        st.booleans(),
+        st.booleans(),
+        st.sampled_from([None, ["Deployment"], ["CronJob", "StatefulSet"], ["Deployment", "StatefulSet", "CronJob"]]),
+    ),
+    max_size=3,
+    unique_by=lambda p: p.name,
+)
 
 workloads_st = st.lists(
-    st.builds(lambda ns, i, size, kind, excluded: workload(ns, f"w{i}", min(size, 1) if kind is Kind.CRONJOB else size,
-                                                            kind=kind, excluded=excluded),
-              st.sampled_from(NAMESPACES), st.integers(0, 50), st.integers(0, 9), st.sampled_from(list(Kind)),
-              st.booleans()),
-    max_size=25, unique_by=lambda w: w.key)
+    st.builds(
+        lambda ns, i, size, kind, excluded: workload(
+            ns, f"w{i}", min(size, 1) if kind is Kind.CRONJOB else size, kind=kind, excluded=excluded
+        ),
+        st.sampled_from(NAMESPACES),
+        st.integers(0, 50),
+        st.integers(0, 9),
+        st.sampled_from(list(Kind)),
+        st.booleans(),
+    ),
+    max_size=25,
+    unique_by=lambda w: w.key,
+)
 
 
 @hyp_settings(max_examples=200, deadline=None)
 @given(policies_st, workloads_st, st.sets(st.sampled_from(NAMESPACES), max_size=2))
 def test_never_touches_what_it_must_not(policies, workloads, protected):
-    plan = make_plan(policies, namespaces(*NAMESPACES), workloads,
-                     settings=settings(protected_namespaces=sorted(protected | {"kube-system"})))
+    plan = make_plan(
+        policies,
+        namespaces=namespaces(*NAMESPACES),
+        workloads=workloads,
+        settings=settings(protected_namespaces=sorted(protected | {"kube-system"})),
+    )
     for action in plan.actions:
         w = action.workload
         assert not w.excluded
@@ -51,20 +70,24 @@ def test_never_touches_what_it_must_not(policies, workloads, protected):
 @hyp_settings(max_examples=200, deadline=None)
 @given(policies_st, workloads_st)
 def test_plan_then_apply_is_idempotent(policies, workloads):
-    after = apply_plan(make_plan(policies, namespaces(*NAMESPACES), workloads, settings=settings()), workloads)
-    assert make_plan(policies, namespaces(*NAMESPACES), after, settings=settings()).actions == []
+    after = apply_plan(
+        make_plan(policies, namespaces=namespaces(*NAMESPACES), workloads=workloads, settings=settings()), workloads
+    )
+    assert make_plan(policies, namespaces=namespaces(*NAMESPACES), workloads=after, settings=settings()).actions == []
 
 
 @hyp_settings(max_examples=200, deadline=None)
 @given(policies_st, workloads_st, st.lists(st.integers(0, 9), max_size=25))
 def test_freeze_then_restore_is_identity_even_with_manual_scale_ups(policies, workloads, scale_ups):
     nss = namespaces(*NAMESPACES)
-    frozen = apply_plan(make_plan(policies, nss, workloads, settings=settings()), workloads)
+    frozen = apply_plan(make_plan(policies, namespaces=nss, workloads=workloads, settings=settings()), workloads)
     # users scale some frozen workloads up by hand; the next run freezes them again
-    touched = [dataclasses.replace(w, size=n) if w.has_record and w.kind is not Kind.CRONJOB and n else w
-               for w, n in zip(frozen, scale_ups + [0] * len(frozen), strict=False)]
-    refrozen = apply_plan(make_plan(policies, nss, touched, settings=settings()), touched)
-    restored = apply_plan(make_plan([], nss, refrozen, settings=settings()), refrozen)
+    touched = [
+        dataclasses.replace(w, size=n) if w.has_record and w.kind is not Kind.CRONJOB and n else w
+        for w, n in zip(frozen, scale_ups + [0] * len(frozen), strict=False)
+    ]
+    refrozen = apply_plan(make_plan(policies, namespaces=nss, workloads=touched, settings=settings()), touched)
+    restored = apply_plan(make_plan([], namespaces=nss, workloads=refrozen, settings=settings()), refrozen)
     original = {w.key: w.size for w in workloads}
     for w in restored:
         if w.namespace == "kube-system" or w.excluded:
