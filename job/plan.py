@@ -84,13 +84,10 @@ class Plan:
     held_by: dict[str, list[str]]
     cap_message: str | None = None
 
-    def actions_for(self, policy: str) -> list[Action]:
-        return [a for a in self.actions if a.policy == policy]
-
 
 @dataclass(frozen=True)
 class _Verdict:
-    """How one namespace stands: its holders (policy names, sorted) and the policies keeping it active."""
+    """How one namespace stands: the policies holding it (sorted by name) and those keeping it active."""
 
     holders: tuple[Policy, ...] = ()
     keepers: tuple[str, ...] = ()

@@ -26,6 +26,3 @@ def assert_nothing_lost(api: AdminApi, prefix: str, originals: dict[tuple[str, s
               if state not in ((originals[key], None), (0, str(originals[key])))}
     assert not broken, f"lost or wrong records (now, pre-freeze): {broken}"
 
-
-def assert_state(api: AdminApi, prefix: str, expected: dict[tuple[str, str], tuple[int, str | None]]) -> None:
-    assert snapshot(api, prefix) == expected
