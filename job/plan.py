@@ -4,11 +4,13 @@ Everything here is pure: no I/O, no clock, no randomness. Given the same policie
 workloads it returns the same plan, so it is tested by tables and properties, and a plan applied and
 observed again plans nothing more (idempotence).
 
+Which namespaces are held, and why, is decided first by `job.selection` (scope, active list,
+keep_recent, hold windows, expiry, active wins); this module turns that into per-workload changes.
+
 Rules, in order of precedence:
-1. Protected namespaces, the job's own namespace and Terminating namespaces are never touched.
+1. Untouchable namespaces (protected, the job's own, Terminating) are never touched.
 2. A workload annotated `nsscaler.wubw.fun/exclude: "true"` is never touched (counted as excluded).
-3. A namespace is held when a serving (valid, unsuspended) policy has it in scope and no serving policy
-   lists it as active: "active wins". Of several holders the first by name is recorded in `scaled-by`.
+3. A namespace is held as the selection says; of several holders the first by name is recorded in `scaled-by`.
 4. In a held namespace a running workload of a kind its holder selects is frozen; an existing record is
    kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
 5. A workload carrying a record whose namespace its kind is no longer held for is restored, unless the
@@ -18,12 +20,15 @@ Rules, in order of precedence:
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from job import selection as selection_api
 from job.policy import InvalidPolicy, Policy
+from job.selection import Selection, Verdict
 from job.settings import Settings
 from job.workloads import (
     HANDLERS,
@@ -83,44 +88,20 @@ class Plan:
     #: namespace -> the policies holding it (for counting the Pods left in held namespaces)
     held_by: dict[str, list[str]]
     cap_message: str | None = None
+    #: which namespaces each policy holds or keeps, and why (a 409 re-plan reuses it)
+    selection: Selection | None = None
 
 
-@dataclass(frozen=True)
-class _Verdict:
-    """How one namespace stands: the policies holding it (sorted by name) and those keeping it active."""
-
-    holders: tuple[Policy, ...] = ()
-    keepers: tuple[str, ...] = ()
-    untouchable: bool = False
-
-    def holder_for(self, kind: Kind) -> Policy | None:
-        if self.keepers or self.untouchable:
-            return None
-        return next((p for p in self.holders if kind in p.kinds), None)
-
-
-def _verdicts(policies: Sequence[Policy], namespaces: Iterable[Namespace], *,
-              settings: Settings) -> dict[str, _Verdict]:
-    protected = set(settings.protected_namespaces)
-    if settings.own_namespace:
-        protected.add(settings.own_namespace)
-    serving = sorted((p for p in policies if not p.spec.suspend), key=lambda p: p.name)
-    verdicts: dict[str, _Verdict] = {}
-    for ns in namespaces:
-        if ns.name in protected or ns.terminating:
-            verdicts[ns.name] = _Verdict(untouchable=True)
-            continue
-        holders = tuple(p for p in serving if p.in_scope(ns.name) and not p.lists_active(ns.name))
-        keepers = tuple(p.name for p in serving if p.lists_active(ns.name))
-        if holders or keepers:
-            verdicts[ns.name] = _Verdict(holders=holders, keepers=keepers)
-    return verdicts
-
-
-def _restore_reason(workload: Workload, verdict: _Verdict | None, owner: Policy | None) -> str:
+def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy | None,
+                    chosen: Selection) -> str:
     if owner is None:
         return f"policy {workload.scaled_by} no longer exists"
+    state = chosen.policies.get(owner.name)
+    if state is not None and state.not_holding:
+        return f"{owner.name} holds nothing: {state.not_holding}"
     if verdict and verdict.keepers:
+        if state is not None and workload.namespace in state.recent:
+            return state.reason(workload.namespace)
         return f"namespace is active for {', '.join(verdict.keepers)}"
     if not owner.in_scope(workload.namespace):
         return "namespace left the scope"
@@ -128,26 +109,26 @@ def _restore_reason(workload: Workload, verdict: _Verdict | None, owner: Policy 
 
 
 def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
-              workloads: Iterable[Workload], settings: Settings) -> Plan:
-    """Decide every freeze, restore and adoption for one run."""
+              workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None = None,
+              selection: Selection | None = None) -> Plan:
+    """Decide every freeze, restore and adoption for one run.
+
+    `now` is the run's instant (needed by policies with hold_windows or until). A given `selection` is
+    used as is: a re-plan of a few re-read workloads must not rank activity from those alone."""
     valid = [p for p in policies if isinstance(p, Policy)]
     by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}
-    verdicts = _verdicts(valid, namespaces, settings=settings)
+    if selection is None:
+        needs_activity = any(p.spec.keep_recent and not p.spec.suspend for p in valid)
+        if needs_activity:
+            workloads = list(workloads)
+        observed = selection_api.activity(workloads) if needs_activity else {}
+        selection = selection_api.select(valid, namespaces=namespaces, found=observed, settings=settings, now=now)
+    verdicts = selection.verdicts
     reports = {p.name: PolicyPlan(name=p.name) for p in valid}
-    held_by: dict[str, list[str]] = {}
-    for ns in sorted(verdicts):
-        verdict = verdicts[ns]
-        if verdict.untouchable:
-            continue
-        if verdict.keepers:
-            for p in verdict.holders:
-                reports[p.name].kept_running_by[ns] = list(verdict.keepers)
-        else:
-            held_by[ns] = [p.name for p in verdict.holders]
-            for p in verdict.holders:
-                reports[p.name].held.append(ns)
-        for keeper in verdict.keepers:
-            reports[keeper].active.append(ns)
+    for name, state in selection.policies.items():
+        if name in reports:
+            reports[name].held, reports[name].active = list(state.held), list(state.listed)
+            reports[name].kept_running_by = dict(state.kept_running_by)
 
     actions: list[Action] = []
     problems: list[Problem] = []
@@ -175,7 +156,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
             dry_run = settings.dry_run or holder.spec.dry_run
             if workload.size > 0:
                 why = ("scaled up again during the freeze" if workload.has_record
-                       else f"namespace is held by {holder.name}")
+                       else selection.policies[holder.name].reason(workload.namespace))
                 actions.append(Action(Verb.FREEZE, workload, holder.name,
                                       freeze_patch(workload, policy=holder.name), 0, why, dry_run))
             elif workload.has_record and workload.scaled_by != holder.name:
@@ -194,8 +175,8 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
         dry_run = settings.dry_run or (owner.spec.dry_run if owner else False)
         restored = HANDLERS[workload.kind].restored_size(workload.original or "")
         actions.append(Action(Verb.RESTORE, workload, owner_name, restore_patch(workload), restored,
-                              _restore_reason(workload, found, owner if isinstance(owner, Policy) else None),
-                              dry_run))
+                              _restore_reason(workload, found, owner if isinstance(owner, Policy) else None,
+                                              selection), dry_run))
 
     cap_message = None
     freezes = [a for a in actions if a.verb is Verb.FREEZE and not a.dry_run]
@@ -204,7 +185,8 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
                        f"(--max-freeze / NSSCALER_MAX_FREEZE); nothing was frozen: check the policies, or raise "
                        f"the cap")
         actions = [a for a in actions if not (a.verb is Verb.FREEZE and not a.dry_run)]
-    return Plan(actions=actions, problems=problems, policies=reports, held_by=held_by, cap_message=cap_message)
+    return Plan(actions=actions, problems=problems, policies=reports, held_by=dict(selection.held_by),
+                cap_message=cap_message, selection=selection)
 
 
 def kinds_in_use(policies: Sequence[Policy | InvalidPolicy]) -> frozenset[Kind]:

@@ -7,12 +7,15 @@ becomes an `InvalidPolicy` that the run reports in that CR's status.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from job import windows
 from job.workloads import Kind
 
 GROUP = "operators.wubw.fun"
@@ -21,6 +24,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 PLURAL = "nsscalers"
 CRD_NAME = f"{PLURAL}.{GROUP}"
 MAX_SUFFIXES = 1000
+MAX_KEEP_RECENT = 100
+MAX_WINDOWS = 50
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
@@ -40,6 +45,39 @@ class PolicySpec(BaseModel):
     suspend: bool = False
     restore: bool = True
     dry_run: bool = False
+    keep_recent: int = 0
+    hold_windows: tuple[str, ...] = Field(default=(), max_length=MAX_WINDOWS)
+    time_zone: str = "UTC"
+    until: dt.datetime | None = None
+
+    @field_validator("keep_recent", mode="before")
+    @classmethod
+    def _keep_recent_in_range(cls, value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_KEEP_RECENT:
+            raise ValueError(f"{value!r} is not a whole number from 0 to {MAX_KEEP_RECENT}")
+        return value
+
+    @field_validator("hold_windows")
+    @classmethod
+    def _windows_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for text in value:
+            windows.parse_window(text)  # InvalidSchedule is a ValueError that quotes the text
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone_exists(cls, value: str) -> str:
+        windows.zone(value)
+        return value
+
+    @field_validator("until", mode="before")
+    @classmethod
+    def _until_is_rfc3339(cls, value: object) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not an RFC 3339 date-time such as \"2026-12-24T18:00:00Z\"")
+        return windows.parse_until(value)
 
     @field_validator("scope_prefix")
     @classmethod
@@ -85,6 +123,12 @@ class Policy:
     @property
     def active_suffixes(self) -> frozenset[str]:
         return frozenset(self.spec.active_namespace_suffixes)
+
+    @functools.cached_property
+    def schedule(self) -> windows.Schedule:
+        """When this policy holds (hold_windows, time_zone, until); validated with the spec."""
+        return windows.Schedule(windows=tuple(windows.parse_window(w) for w in self.spec.hold_windows),
+                                zone_name=self.spec.time_zone, until=self.spec.until)
 
 
 @dataclass(frozen=True)

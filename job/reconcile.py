@@ -20,9 +20,10 @@ from job.errors import ApiError, Conflict, StartupError
 from job.kube import Access, Kube
 from job.plan import Action, Plan, Verb, kinds_in_use, make_plan
 from job.policy import InvalidPolicy, Policy
+from job.selection import Selection
 from job.settings import Settings
 from job.status import PolicyOutcome, build_status
-from job.workloads import HANDLERS, SCALED_SELECTOR, Kind, Namespace, Workload, from_api
+from job.workloads import HANDLERS, SCALED_SELECTOR, Kind, Namespace, Workload, from_api, namespace_from_api
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,9 @@ class _Applier:
     """Sends the plan's PATCHes, concurrently; on 409 re-reads that one object and decides again."""
 
     def __init__(self, kube: Kube, settings: Settings, *, policies: Sequence[Policy | InvalidPolicy],
-                 namespaces: Sequence[Namespace], now: dt.datetime) -> None:
+                 namespaces: Sequence[Namespace], now: dt.datetime, selection: Selection | None = None) -> None:
         self.kube, self.settings, self.policies, self.namespaces, self.now = kube, settings, policies, namespaces, now
+        self.selection = selection  # the run's selection: a re-read workload is judged as the others were
         self._event_budget = threading.Semaphore(settings.workload_events_limit if settings.events else 0)
 
     def apply(self, actions: list[Action]) -> list[ActionResult]:
@@ -147,7 +149,7 @@ class _Applier:
                 except ApiError as exc:
                     return self._result(action, "gone" if exc.status == 404 else "failed", str(exc))
                 replan = make_plan(self.policies, namespaces=self.namespaces, workloads=[from_api(w.kind, fresh)],
-                                   settings=self.settings)
+                                   settings=self.settings, now=self.now, selection=self.selection)
                 if replan.problems:
                     return self._result(action, "failed", replan.problems[0].message)
                 if not replan.actions:
@@ -219,6 +221,8 @@ def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results
             kept_running_by=found.kept_running_by, unchanged=found.unchanged, excluded=found.excluded,
             kept_frozen=found.kept_frozen, pods_left=sum(pods[ns] for ns in found.held),
             cap_message=plan.cap_message if not p.spec.suspend else None)
+        if plan.selection is not None:
+            outcome.selection = plan.selection.policies.get(p.name)
         for r in results:
             if r.action.policy != p.name:
                 continue
@@ -277,17 +281,17 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         _preflight(kube, settings)
         policies = _observe_policies(kube, settings)
         try:
-            namespaces = [Namespace(name=o["metadata"]["name"],
-                                    terminating=bool(o["metadata"].get("deletionTimestamp")))
+            namespaces = [namespace_from_api(o)
                           for o in kube.list_all(version="v1", plural="namespaces", metadata_only=True)]
             workloads = _observe_workloads(kube, kinds_in_use(policies))
         except ApiError as exc:
             raise _startup_error(kube, exc) from None
         phase("observe")
-        plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings)
+        plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
-        applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now)
+        applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
+                           selection=plan.selection)
         report.results = applier.apply(plan.actions)
         phase("apply")
         try:

@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from job.plan import Verb
 from job.reconcile import RunReport
+from job.status import PolicyOutcome
 from job.workloads import HANDLERS
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -67,18 +68,50 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
     return text, fields
 
 
+def _columns(rows: list[tuple[str, ...]]) -> str:
+    """kubectl-style columns; the last one is free text and not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "".join("   ".join(c.ljust(wd) for c, wd in zip(row, widths, strict=False)) + "   " + row[-1] + "\n"
+                   for row in rows)
+
+
+def namespace_table(report: RunReport) -> str:
+    """Why each namespace a policy has in scope is held or kept running, policy by policy."""
+    rows: list[tuple[str, ...]] = [("NAMESPACE", "POLICY", "WHY")]
+    for p in report.policies:
+        chosen = p.selection
+        if chosen is None:
+            continue
+        if chosen.not_holding:
+            rows.append(("*", p.name, chosen.reason("")))
+            continue
+        for ns in sorted({*p.held, *p.active, *p.kept_running_by, *chosen.recent}):
+            rows.append((ns, p.name, chosen.reason(ns)))
+    return _columns(rows) if len(rows) > 1 else ""
+
+
 def plan_table(report: RunReport) -> str:
-    """The dry-run view, kubectl-style: what would change, and why."""
-    rows = [("NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION", "POLICY", "WHY")]
+    """The dry-run view, kubectl-style: why each namespace is held or kept, then what would change and why."""
+    rows: list[tuple[str, ...]] = [("NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION", "POLICY", "WHY")]
     for r in sorted(report.results, key=lambda r: r.action.workload.key):
         w, handler = r.action.workload, HANDLERS[r.action.workload.kind]
         rows.append((w.namespace, w.kind.value, w.name, f"{handler.describe(w.size)} -> "
                      f"{handler.describe(r.action.after)}", r.action.verb.value, r.action.policy, r.action.reason))
-    if len(rows) == 1:
-        return "nothing to change\n"
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "".join("   ".join(c.ljust(wd) for c, wd in zip(row, widths, strict=False)) + "   " + row[-1] + "\n"
-                   for row in rows)
+    namespaces = namespace_table(report)
+    changes = _columns(rows) if len(rows) > 1 else "nothing to change\n"
+    return f"{namespaces}\n{changes}" if namespaces else changes
+
+
+def _selection_json(outcome: PolicyOutcome) -> dict[str, Any]:
+    chosen = outcome.selection
+    if chosen is None:
+        return {}
+    return {
+        "expired": chosen.expired,
+        "nextChange": chosen.next_change.isoformat() if chosen.next_change else None,
+        "recent": {ns: {"lastActivity": c.time.isoformat(), "by": c.by} for ns, c in sorted(chosen.recent.items())},
+        "notHolding": chosen.not_holding or None,
+    }
 
 
 def as_json(report: RunReport) -> dict[str, Any]:
@@ -92,7 +125,8 @@ def as_json(report: RunReport) -> dict[str, Any]:
             "dryRun": p.dry_run, "held": p.held, "active": p.active, "keptRunning": p.kept_running_by,
             "frozen": p.frozen, "restored": p.restored, "adopted": p.adopted, "unchanged": p.unchanged,
             "excluded": p.excluded, "keptFrozen": p.kept_frozen, "podsLeft": p.pods_left, "failures": p.failures,
-            "capExceeded": p.cap_message,
+            "capExceeded": p.cap_message, "holding": p.holding,
+            **_selection_json(p),
         } for p in report.policies],
         "actions": [{
             "verb": r.action.verb.value, "outcome": r.outcome, "message": r.message, "policy": r.action.policy,

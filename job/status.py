@@ -11,6 +11,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.selection import PolicySelection
+
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"
 
@@ -23,6 +25,7 @@ REASON_CAP_EXCEEDED = "FreezeCapExceeded"
 REASON_PODS_GONE = "NoPodsLeft"
 REASON_PODS_LEFT = "PodsRemaining"
 REASON_NOTHING_HELD = "NothingHeld"
+REASON_EXPIRED = "Expired"
 
 MAX_FAILURES_IN_STATUS = 5
 
@@ -50,6 +53,13 @@ class PolicyOutcome:
     failures: list[str] = field(default_factory=list)
     pods_left: int = 0
     cap_message: str | None = None
+    #: which namespaces the selection kept or held and why, and whether the policy holds at all now
+    selection: PolicySelection | None = None
+
+    @property
+    def holding(self) -> bool:
+        return self.selection.holding if self.selection is not None else (
+            self.invalid is None and not self.suspended)
 
     @property
     def failed(self) -> int:
@@ -92,6 +102,10 @@ def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
     verb = "would freeze" if outcome.dry_run else "froze"
     message = (f"{len(outcome.held)} namespaces held; {verb} {outcome.frozen}, restored {outcome.restored}, "
                f"{outcome.unchanged} already frozen, {outcome.excluded} excluded")
+    if outcome.selection is not None and outcome.selection.not_holding:
+        message = f"holds nothing: {outcome.selection.not_holding}; {message}"
+        if outcome.selection.expired:
+            return True, REASON_EXPIRED, message
     return True, REASON_DRY_RUN if outcome.dry_run else REASON_RECONCILED, message
 
 
@@ -109,11 +123,15 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
     ready, ready_reason, ready_message = _ready(outcome)
     drained, drained_reason, drained_message = _drained(outcome)
     kept = sorted(outcome.kept_running_by.items())[:list_limit]
+    recent = sorted((outcome.selection.recent if outcome.selection else {}).items())
+    next_change = outcome.selection.next_change if outcome.selection else None
     return {
         "done": outcome.done,
         "observedGeneration": outcome.generation,
         "lastRunTime": _timestamp(now),
         "dryRun": outcome.dry_run,
+        "holding": outcome.holding,
+        "nextChange": _timestamp(next_change) if next_change else None,  # null removes it (merge patch)
         "conditions": [
             _condition(CONDITION_READY, true=ready, reason=ready_reason, message=ready_message,
                        outcome=outcome, now=now),
@@ -123,6 +141,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "counts": {
             "heldNamespaces": len(outcome.held),
             "activeNamespaces": len(outcome.active),
+            "recentNamespaces": len(recent),
             "frozen": outcome.frozen,
             "restored": outcome.restored,
             "unchanged": outcome.unchanged,
@@ -133,6 +152,8 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         },
         "heldNamespaces": outcome.held[:list_limit],
         "activeNamespaces": outcome.active[:list_limit],
+        "recentNamespaces": [{"namespace": ns, "lastActivity": _timestamp(change.time), "by": change.by}
+                             for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
     }

@@ -6,10 +6,13 @@ restores it), so the planner never branches on kind. The annotation and label ke
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from job.activity import Change, last_user_change, parse_time
 
 ANNOTATION_ORIGINAL_REPLICAS = "nsscaler.wubw.fun/original-replicas"
 ANNOTATION_ORIGINAL_SUSPEND = "nsscaler.wubw.fun/original-suspend"
@@ -35,6 +38,7 @@ class MalformedRecord(ValueError):
 class Namespace:
     name: str
     terminating: bool = False
+    created: dt.datetime | None = None  # creationTimestamp: the first activity of a namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,7 @@ class Workload:
     scaled_by: str | None = None
     excluded: bool = False
     uid: str = ""
+    last_user_change: Change | None = None  # for keep_recent: see job.activity
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -173,7 +178,14 @@ def from_api(kind: Kind, obj: dict[str, Any]) -> Workload:
         scaled_by=annotations.get(ANNOTATION_SCALED_BY),
         excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
         uid=meta.get("uid", ""),
+        last_user_change=last_user_change(meta),
     )
+
+
+def namespace_from_api(obj: dict[str, Any]) -> Namespace:
+    meta = obj["metadata"]
+    return Namespace(name=meta["name"], terminating=bool(meta.get("deletionTimestamp")),
+                     created=parse_time(meta.get("creationTimestamp")))
 
 
 def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:

@@ -1,0 +1,183 @@
+"""Which namespaces each policy holds or keeps running, and why: the held-namespace selection.
+
+Pure: (policies, namespaces, activity, now) in, a `Selection` out; no I/O and no clock. The per-workload
+decisions (freeze, restore, adopt) are the planner's and build on this.
+
+Rules, in order of precedence:
+1. Protected namespaces, the job's own namespace and Terminating namespaces are untouchable.
+2. A policy serves unless it is suspended; a serving policy holds only while its schedule says so
+   (inside one of its `hold_windows`, in its `time_zone`, and before `until`). A policy that does not
+   hold right now neither holds nor keeps anything, exactly like a suspended one.
+3. A holding policy keeps running the in-scope namespaces its active list names (`prefix + suffix`),
+   and, with `keep_recent: k`, the k other in-scope namespaces with the newest activity (ties by name).
+   Activity is the newest of a namespace's creation and the last user change of a workload of the
+   policy's kinds (see `job.activity`).
+4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
+   "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from job.activity import CREATED, Change
+from job.policy import Policy
+from job.settings import Settings
+from job.workloads import Kind, Namespace, Workload
+
+_NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+#: namespace -> kind -> the newest user change to a workload of that kind in it
+Activity = Mapping[str, Mapping[Kind, Change]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one namespace stands: the policies holding it (sorted by name) and those keeping it running."""
+
+    holders: tuple[Policy, ...] = ()
+    keepers: tuple[str, ...] = ()
+    untouchable: bool = False
+
+    def holder_for(self, kind: Kind) -> Policy | None:
+        if self.keepers or self.untouchable:
+            return None
+        return next((p for p in self.holders if kind in p.kinds), None)
+
+
+@dataclass
+class PolicySelection:
+    """One policy's share of the selection, and the words to explain it."""
+
+    name: str
+    holding: bool = False
+    expired: bool = False
+    next_change: dt.datetime | None = None
+    #: in-scope namespaces its active list names
+    listed: list[str] = field(default_factory=list)
+    #: namespaces kept as one of the `keep_recent` most recently active, with their newest activity
+    recent: dict[str, Change] = field(default_factory=dict)
+    held: list[str] = field(default_factory=list)
+    #: namespaces it would hold, but another policy keeps running ("active wins")
+    kept_running_by: dict[str, list[str]] = field(default_factory=dict)
+    #: why it is not holding right now (empty while holding)
+    not_holding: str = ""
+    keep_recent: int = 0
+
+    def reason(self, namespace: str) -> str:
+        """Why this policy holds, keeps or leaves one in-scope namespace, in a few words."""
+        if self.not_holding:
+            return f"not held: {self.not_holding}"
+        if namespace in self.recent:
+            change = self.recent[namespace]
+            return (f"kept: one of the {self.keep_recent} most recently active (last change "
+                    f"{change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} by {change.by})")
+        if namespace in self.kept_running_by:
+            return f"kept: active for {', '.join(self.kept_running_by[namespace])} (active wins)"
+        if namespace in self.listed:
+            return "kept: listed in active_namespace_suffixes"
+        recent = f" and not one of the {self.keep_recent} most recently active" if self.keep_recent else ""
+        return f"held by {self.name}: not listed in active_namespace_suffixes{recent}"
+
+
+@dataclass
+class Selection:
+    verdicts: dict[str, Verdict]
+    policies: dict[str, PolicySelection]
+    #: namespace -> the policies holding it
+    held_by: dict[str, list[str]]
+
+
+def activity(workloads: Iterable[Workload]) -> dict[str, dict[Kind, Change]]:
+    """The newest user change per namespace and kind, from the workloads the run LISTed anyway."""
+    newest: dict[str, dict[Kind, Change]] = {}
+    for w in workloads:
+        if w.last_user_change is None:
+            continue
+        by_kind = newest.setdefault(w.namespace, {})
+        known = by_kind.get(w.kind)
+        if known is None or w.last_user_change > known:
+            by_kind[w.kind] = w.last_user_change
+    return newest
+
+
+def last_activity(policy: Policy, namespace: Namespace, found: Activity) -> Change:
+    """A namespace's newest activity as `policy` sees it: its creation, or a change to a workload of its kinds."""
+    changes = [c for kind, c in (found.get(namespace.name) or {}).items() if kind in policy.kinds]
+    if namespace.created is not None:
+        changes.append(Change(namespace.created, CREATED))
+    return max(changes, key=lambda c: c.time, default=Change(_NEVER, "nobody"))
+
+
+def _schedule_state(policy: Policy, now: dt.datetime | None) -> PolicySelection:
+    state = PolicySelection(name=policy.name, keep_recent=policy.spec.keep_recent)
+    if policy.spec.suspend:
+        state.not_holding = "the policy is suspended"
+        return state
+    schedule = policy.schedule
+    if schedule.always:
+        state.holding = True
+        return state
+    if now is None:
+        raise ValueError(f"policy {policy.name} has hold_windows or until: the selection needs `now`")
+    state.holding, state.expired = schedule.holds(now), schedule.expired(now)
+    state.next_change = schedule.next_change(now)
+    if state.expired:
+        state.not_holding = f"expired at {schedule.until:%Y-%m-%dT%H:%M:%SZ} (until)"
+    elif not state.holding:
+        after = f"; next window opens {state.next_change:%Y-%m-%dT%H:%MZ}" if state.next_change else ""
+        state.not_holding = f"outside hold_windows ({schedule.zone_name}){after}"
+    return state
+
+
+def _keep(policy: Policy, state: PolicySelection, candidates: Sequence[Namespace], found: Activity) -> None:
+    """Fill `listed` and `recent` for a holding policy from its in-scope, touchable namespaces."""
+    state.listed = sorted(ns.name for ns in candidates if policy.lists_active(ns.name))
+    k = policy.spec.keep_recent
+    if not k:
+        return
+    others = [(last_activity(policy, ns, found), ns.name) for ns in candidates if not policy.lists_active(ns.name)]
+    # newest first, then by name: reproducible, so a run without new activity changes nothing
+    for change, name in heapq.nsmallest(k, others, key=lambda item: (_NEVER - item[0].time, item[1])):
+        state.recent[name] = change
+
+
+def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,
+           settings: Settings, now: dt.datetime | None) -> Selection:
+    """Decide which namespaces each policy holds, keeps running, or leaves alone, and why.
+
+    `now` may be None only when no serving policy has hold_windows or until (ValueError otherwise)."""
+    protected = set(settings.protected_namespaces)
+    if settings.own_namespace:
+        protected.add(settings.own_namespace)
+    touchable = [ns for ns in namespaces if ns.name not in protected and not ns.terminating]
+    states = {p.name: _schedule_state(p, now) for p in sorted(policies, key=lambda p: p.name)}
+    holding = [p for p in sorted(policies, key=lambda p: p.name) if states[p.name].holding]
+    for p in holding:
+        _keep(p, states[p.name], [ns for ns in touchable if p.in_scope(ns.name)], found)
+    kept_by: dict[str, list[str]] = {}
+    for p in holding:
+        for name in (*states[p.name].listed, *states[p.name].recent):
+            kept_by.setdefault(name, []).append(p.name)
+
+    touchable_names = {ns.name for ns in touchable}
+    verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
+    kept_by_self = {p.name: {*states[p.name].listed, *states[p.name].recent} for p in holding}
+    held_by: dict[str, list[str]] = {}
+    for ns in sorted(touchable, key=lambda n: n.name):
+        holders = tuple(p for p in holding if p.in_scope(ns.name) and ns.name not in kept_by_self[p.name])
+        keepers = tuple(kept_by.get(ns.name, ()))
+        if not (holders or keepers):
+            continue
+        verdicts[ns.name] = Verdict(holders=holders, keepers=keepers)
+        if keepers:
+            for p in holders:
+                states[p.name].kept_running_by[ns.name] = list(keepers)
+        else:
+            held_by[ns.name] = [p.name for p in holders]
+            for p in holders:
+                states[p.name].held.append(ns.name)
+    return Selection(verdicts=verdicts, policies=states, held_by=held_by)

@@ -1,0 +1,191 @@
+"""Hold windows and expiry: when a policy holds, read from a wall clock in its time zone (pure).
+
+A window such as `Mon-Fri 19:00-07:00` belongs to the day it starts on; an end at or before its start
+runs into the next day, and `24:00` is the end of the start day. Day ranges may wrap (`Sat-Mon`) and
+days are optional (`22:00-06:00` is every day). Times are compared as a wall clock shows them, so on
+daylight-saving days a window simply starts and ends when the clock on the wall says so: a start that
+the clock skips happens when the clock jumps past it, and a repeated hour is inside the window both times.
+
+`now` is always a parameter; nothing here reads the clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+MINUTES_PER_DAY = 24 * 60
+#: Windows repeat weekly, so a change more than eight days ahead never comes first.
+_HORIZON = dt.timedelta(days=8)
+
+_DAY = r"[A-Za-z]{3}"
+_DAY_SPEC = rf"{_DAY}(?:-{_DAY})?(?:,{_DAY}(?:-{_DAY})?)*"
+_WINDOW = re.compile(rf"\s*(?:(?P<days>{_DAY_SPEC})\s+)?(?P<start>\d\d:\d\d)-(?P<end>\d\d:\d\d)\s*")
+_DAY_INDEX = {d.lower(): i for i, d in enumerate(DAYS)}
+
+
+class InvalidSchedule(ValueError):
+    """A window or time zone that cannot be read; the message quotes the offending text."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One weekly window: the weekdays it starts on (0 = Monday) and its start and end in minutes."""
+
+    text: str
+    days: frozenset[int]
+    start: int
+    end: int  # after start; more than a day's minutes when the window runs into the next day
+
+    def contains(self, local: dt.datetime) -> bool:
+        """Whether a naive wall-clock time is inside: the window that started today or yesterday."""
+        for back in (0, 1):
+            day = local.date() - dt.timedelta(days=back)
+            if day.weekday() in self.days:
+                midnight = dt.datetime.combine(day, dt.time())
+                if midnight + dt.timedelta(minutes=self.start) <= local < midnight + dt.timedelta(minutes=self.end):
+                    return True
+        return False
+
+    def boundaries(self, day: dt.date) -> list[dt.datetime]:
+        """The wall-clock start and end of the window starting on `day`, if it starts on that day."""
+        if day.weekday() not in self.days:
+            return []
+        midnight = dt.datetime.combine(day, dt.time())
+        return [midnight + dt.timedelta(minutes=self.start), midnight + dt.timedelta(minutes=self.end)]
+
+
+def _minutes(text: str, *, window: str, end: bool) -> int:
+    hours, minutes = int(text[:2]), int(text[3:])
+    if minutes > 59 or hours > 24 or (hours == 24 and (minutes or not end)):
+        raise InvalidSchedule(f"window {window!r}: {text!r} is not a time of day (00:00 to 23:59, or 24:00 "
+                              f"as an end)")
+    return hours * 60 + minutes
+
+
+def _days(spec: str | None, *, window: str) -> frozenset[int]:
+    if spec is None:
+        return frozenset(range(7))
+    days: set[int] = set()
+    for part in spec.split(","):
+        first, _, last = part.partition("-")
+        try:
+            a, b = _DAY_INDEX[first.lower()], _DAY_INDEX[(last or first).lower()]
+        except KeyError:
+            raise InvalidSchedule(f"window {window!r}: {part!r} is not a day or day range; days are "
+                                  f"{', '.join(DAYS)}, ranges like Mon-Fri or Sat-Mon") from None
+        days.update((a + i) % 7 for i in range((b - a) % 7 + 1))  # a range may wrap past Sunday
+    return frozenset(days)
+
+
+def parse_window(text: str) -> Window:
+    """`[days ]HH:MM-HH:MM`, for example `Mon-Fri 19:00-07:00`, `Sat,Sun 00:00-24:00`, `22:00-06:00`."""
+    match = _WINDOW.fullmatch(text)
+    if not match:
+        raise InvalidSchedule(f"window {text!r} is not of the form \"[days ]HH:MM-HH:MM\", for example "
+                              f"\"Mon-Fri 19:00-07:00\"")
+    start = _minutes(match["start"], window=text, end=False)
+    end = _minutes(match["end"], window=text, end=True)
+    if start == end:
+        raise InvalidSchedule(f"window {text!r} starts and ends at the same time; a whole day is 00:00-24:00")
+    if end < start:
+        end += MINUTES_PER_DAY  # runs into the next day
+    return Window(text=text, days=_days(match["days"], window=text), start=start, end=end)
+
+
+def zone(name: str) -> ZoneInfo:
+    """An IANA time zone; from the system database, or the tzdata package when the image has none."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidSchedule(f"time zone {name!r} is not an IANA time zone name such as \"Europe/Berlin\" "
+                              f"or \"UTC\"") from None
+
+
+def parse_until(text: str) -> dt.datetime:
+    """An RFC 3339 instant with its offset, e.g. 2026-12-24T18:00:00Z."""
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        raise InvalidSchedule(f"{text!r} is not an RFC 3339 date-time with an offset, for example "
+                              f"\"2026-12-24T18:00:00Z\"")
+    return value.astimezone(dt.UTC)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a policy holds: inside any window (always, without windows) and before `until`."""
+
+    windows: tuple[Window, ...] = ()
+    zone_name: str = "UTC"
+    until: dt.datetime | None = None
+
+    @property
+    def always(self) -> bool:
+        return not self.windows and self.until is None
+
+    def expired(self, now: dt.datetime) -> bool:
+        return self.until is not None and now >= self.until
+
+    def in_window(self, now: dt.datetime) -> bool:
+        if not self.windows:
+            return True
+        local = now.astimezone(zone(self.zone_name)).replace(tzinfo=None)
+        return any(w.contains(local) for w in self.windows)
+
+    def holds(self, now: dt.datetime) -> bool:
+        return not self.expired(now) and self.in_window(now)
+
+    def next_change(self, now: dt.datetime) -> dt.datetime | None:
+        """The first instant after `now` at which `holds` changes, or None if it never will."""
+        if self.expired(now):
+            return None
+        window_change = _next_window_change(self, now) if self.windows else None
+        if self.until is None or (window_change is not None and window_change < self.until):
+            return window_change
+        # no window change before `until`: the result flips there only if it holds until then
+        return self.until if self.in_window(now) else None
+
+
+def _next_window_change(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
+    """Every instant at which a window boundary or a clock change may flip the result is a candidate;
+    the first candidate whose result differs from now's is the next change."""
+    tz = zone(schedule.zone_name)
+    today = now.astimezone(tz).date()
+    candidates: set[dt.datetime] = set(_offset_changes(tz, now, now + _HORIZON))
+    for back in range(-1, _HORIZON.days + 2):
+        day = today + dt.timedelta(days=back)
+        for window in schedule.windows:
+            for wall in window.boundaries(day):
+                # an ambiguous wall time happens twice; a skipped one is covered by the offset change
+                candidates.update(wall.replace(tzinfo=tz, fold=fold).astimezone(dt.UTC) for fold in (0, 1))
+    current = schedule.in_window(now)
+    for instant in sorted(c for c in candidates if c > now):
+        if schedule.in_window(instant) != current:
+            return instant
+    return None
+
+
+def _offset_changes(tz: ZoneInfo, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+    """The instants in (start, end] at which the zone's UTC offset changes, to the second."""
+
+    def offset(seconds: int) -> dt.timedelta | None:
+        return dt.datetime.fromtimestamp(seconds, tz).utcoffset()
+
+    changes = []
+    t, last = int(start.timestamp()), int(end.timestamp())
+    while t < last:
+        step = t + 3600  # no zone changes its offset twice within an hour
+        if offset(t) != offset(step):
+            low, high = t, step  # offset(low) is the old offset, offset(high) the new one
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (mid, high) if offset(mid) == offset(low) else (low, mid)
+            changes.append(dt.datetime.fromtimestamp(high, dt.UTC))
+        t = step
+    return changes
