@@ -67,19 +67,25 @@ class PolicySelection:
     not_holding: str = ""
     keep_recent: int = 0
 
+    @property
+    def _recent_words(self) -> str:
+        if self.keep_recent == 1:
+            return "the most recently active"
+        return f"one of the {self.keep_recent} most recently active"
+
     def reason(self, namespace: str) -> str:
         """Why this policy holds, keeps or leaves one in-scope namespace, in a few words."""
         if self.not_holding:
             return f"not held: {self.not_holding}"
         if namespace in self.recent:
             change = self.recent[namespace]
-            return (f"kept: one of the {self.keep_recent} most recently active (last change "
-                    f"{change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} by {change.by})")
+            return (f"kept: {self._recent_words} (last change {change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} "
+                    f"by {change.by})")
         if namespace in self.kept_running_by:
             return f"kept: active for {', '.join(self.kept_running_by[namespace])} (active wins)"
         if namespace in self.listed:
             return "kept: listed in active_namespace_suffixes"
-        recent = f" and not one of the {self.keep_recent} most recently active" if self.keep_recent else ""
+        recent = f" and not {self._recent_words}" if self.keep_recent else ""
         return f"held by {self.name}: not listed in active_namespace_suffixes{recent}"
 
 

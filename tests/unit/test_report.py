@@ -1,0 +1,47 @@
+"""The dry-run view says why each namespace is held or kept, then what would change."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from job.plan import make_plan
+from job.reconcile import ActionResult, RunReport
+from job.report import as_json, plan_table
+from job.status import PolicyOutcome
+from job.workloads import Namespace
+from tests.unit.factories import policy, settings, workload
+
+NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)
+
+
+def _report(policies, namespaces, workloads) -> RunReport:
+    plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings(), now=NOW)
+    assert plan.selection is not None
+    outcomes = [PolicyOutcome(name=p.name, generation=1, held=plan.policies[p.name].held,
+                              active=plan.policies[p.name].active,
+                              kept_running_by=plan.policies[p.name].kept_running_by,
+                              selection=plan.selection.policies[p.name]) for p in policies]
+    return RunReport(started=NOW, dry_run=True, policies=outcomes,
+                     results=[ActionResult(a, "dry-run") for a in plan.actions])
+
+
+def test_dry_run_table_gives_the_reason_per_namespace():
+    namespaces = [Namespace(f"shop-v{i}", created=dt.datetime(2026, 11, i, tzinfo=dt.UTC)) for i in (1, 2, 3)]
+    report = _report([policy("p", "shop-", ["v1"], keep_recent=1),
+                      policy("q", "shop-", hold_windows=["Sat-Sun 00:00-24:00"])],
+                     namespaces, [workload("shop-v2", size=2)])
+    lines = plan_table(report).splitlines()
+    assert lines[0].split() == ["NAMESPACE", "POLICY", "WHY"]
+    assert lines[1].split(None, 2) == ["shop-v1", "p", "kept: listed in active_namespace_suffixes"]
+    assert lines[2].split(None, 2) == ["shop-v2", "p", "held by p: not listed in active_namespace_suffixes and "
+                                                        "not the most recently active"]
+    assert lines[3].split(None, 2) == ["shop-v3", "p", "kept: the most recently active (last change "
+                                                        "2026-11-03T00:00Z by creation)"]
+    assert lines[4].split(None, 2) == ["*", "q", "not held: outside hold_windows (UTC); next window opens "
+                                                 "2026-12-05T00:00Z"]
+    assert lines[6].split()[:5] == ["NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION"]
+    assert lines[7].split()[:6] == ["shop-v2", "Deployment", "web", "2", "->", "0"]
+    policies = {p["name"]: p for p in as_json(report)["policies"]}
+    assert policies["q"]["holding"] is False
+    assert policies["q"]["nextChange"] == "2026-12-05T00:00:00+00:00"
+    assert policies["p"]["recent"] == {"shop-v3": {"lastActivity": "2026-11-03T00:00:00+00:00", "by": "creation"}}
