@@ -164,14 +164,14 @@ def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found
     holding = [p for p in sorted(policies, key=lambda p: p.name) if states[p.name].holding]
     for p in holding:
         _keep(p, states[p.name], [ns for ns in touchable if p.in_scope(ns.name)], found)
-    kept_by: dict[str, list[str]] = {}
+    kept_by_self = {p.name: {*states[p.name].listed, *states[p.name].recent} for p in holding}
+    kept_by: dict[str, list[str]] = {}  # namespace -> the holding policies keeping it running
     for p in holding:
-        for name in (*states[p.name].listed, *states[p.name].recent):
+        for name in sorted(kept_by_self[p.name]):
             kept_by.setdefault(name, []).append(p.name)
 
     touchable_names = {ns.name for ns in touchable}
     verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
-    kept_by_self = {p.name: {*states[p.name].listed, *states[p.name].recent} for p in holding}
     held_by: dict[str, list[str]] = {}
     for ns in sorted(touchable, key=lambda n: n.name):
         holders = tuple(p for p in holding if p.in_scope(ns.name) and ns.name not in kept_by_self[p.name])
