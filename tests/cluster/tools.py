@@ -6,7 +6,7 @@ makes a second caller wait for the first build and then use it.
 
 kube-state-metrics is a plain Go module without replace directives, so `go install module@version` builds
 it. Where the module proxy refuses to serve it, a git clone of its repository can be named with
-`NSSCALER_KSM_SOURCE`: the release tag is exported from it and built the same way, against the same
+`KUBE_STATE_METRICS_SOURCE`: the release tag is exported from it and built the same way, against the same
 dependency versions (its go.sum pins them).
 
 Standard library only, like build.py: it runs before the project's virtualenv may exist.
@@ -27,7 +27,7 @@ from pathlib import Path
 from tests.cluster.versions import cache_root
 
 _MANIFEST = "build.json"
-SOURCE_ENV = "NSSCALER_KSM_SOURCE"
+SOURCE_ENV = "KUBE_STATE_METRICS_SOURCE"
 
 
 @dataclass(frozen=True)
