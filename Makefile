@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 .DEFAULT_GOAL := help
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,16 @@ lint: install ## ruff, mypy, hadolint and `kubectl kustomize` of every overlay
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/python -m tests.metrics_component --check
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
 
-test: install control-plane ## the whole suite (unit, integration, e2e) against a real local control plane
+metrics-tools: install ## build kube-state-metrics and promtool once for the metrics tests (cached, ~8 min on 2 cores)
+	$(BIN)/python -m tests.cluster.tools
+
+metrics-manifests: install ## regenerate the metrics component's PrometheusRule and Helm values from its sources
+	$(BIN)/python -m tests.metrics_component
+
+test: install control-plane metrics-tools ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: install control-plane ## the long fault tests (crash loops, API server restarts)
@@ -78,5 +85,5 @@ undeploy: install ## remove what deploy applied (the CRD too: NSScalers go with 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-.PHONY: help install control-plane lint test test-slow test-unit cluster-up cluster-down demo bench run dry-run \
+.PHONY: help install control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up cluster-down demo bench run dry-run \
 	manifests image push deploy undeploy run-now

@@ -1,0 +1,177 @@
+"""The shipped alerts, evaluated by promtool (built from Prometheus' Go module): valid PromQL, and each alert
+fires on the state it describes and stays quiet otherwise.
+
+Series carry the label sets a real kube-state-metrics scrape gives these metrics (metrics_component.KSM_LABELS,
+checked against a real scrape in test_metrics.py) plus the `job`/`instance` a Prometheus scrape adds.
+promtool starts its clock at the Unix epoch, so a `last_run_timestamp_seconds` of 600 is "10 minutes in".
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests import metrics_component as mc
+from tests.cluster import tools
+
+POLICY = "shop-release"
+SCRAPE = {"job": "kube-state-metrics", "instance": "10.0.0.7:8080"}
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Path:
+    return tools.ensure_tool("promtool")
+
+
+def series(metric: str, **labels: str) -> str:
+    every = {**SCRAPE, **mc.KSM_LABELS, "policy": POLICY, **labels}
+    return metric + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(every.items())) + "}"
+
+
+def alert_labels(**labels: str) -> dict[str, str]:
+    return {**SCRAPE, **mc.KSM_LABELS, "policy": POLICY, "severity": "warning", **labels}
+
+
+def ready(status: str, reason: str) -> str:
+    return series("nsscaler_policy_condition", type="Ready", status=status, reason=reason)
+
+
+def rendered_annotations(alert: str, labels: dict[str, str], summary: str) -> dict[str, str]:
+    """The rule's description with its `$labels` filled in (any other template would stay and fail the test);
+    the summary, which also holds `$value`, is spelled out by each case."""
+    (rule,) = [r for g in yaml.safe_load(mc.RULES.read_text())["groups"] for r in g["rules"] if r["alert"] == alert]
+    description = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m[1]], rule["annotations"]["description"])
+    return {"summary": summary, "description": description}
+
+
+# (alert, {series: values}, minutes after start, the summary of the one alert expected, or None for no alert)
+CASES = [
+    pytest.param("NSScalerPolicyNotReady", {ready("False", "PartialFailure"): "0x40"}, 16,
+                 f"NSScaler {POLICY} is not Ready: PartialFailure", id="not-ready-two-runs-fires"),
+    pytest.param("NSScalerPolicyNotReady", {ready("False", "InvalidSpec"): "0x40"}, 30,
+                 f"NSScaler {POLICY} is not Ready: InvalidSpec", id="invalid-spec-fires"),
+    pytest.param("NSScalerPolicyNotReady", {ready("False", "PartialFailure"): "0x40"}, 14, None,
+                 id="not-ready-one-run-quiet"),
+    pytest.param("NSScalerPolicyNotReady", {ready("False", "PartialFailure"): "0x9 stale",
+                                            ready("True", "Reconciled"): "_x10 1x30"}, 30, None,
+                 id="failed-once-then-reconciled-quiet"),
+    pytest.param("NSScalerPolicyNotReady", {ready("True", "Reconciled"): "1x40"}, 30, None, id="ready-quiet"),
+    pytest.param("NSScalerPolicyNotReady", {ready("False", "Suspended"): "0x40"}, 30, None,
+                 id="suspended-on-purpose-quiet"),
+    pytest.param("NSScalerNoRecentRun", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x60"}, 40,
+                 f"No nsscaler run has reconciled NSScaler {POLICY} for 40m 0s", id="no-run-40-min-fires"),
+    pytest.param("NSScalerNoRecentRun", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x60"}, 35, None,
+                 id="no-run-35-min-not-yet"),
+    pytest.param("NSScalerNoRecentRun",
+                 {series("nsscaler_policy_last_run_timestamp_seconds"): "0x29 1800x20"}, 45, None,
+                 id="two-runs-missed-then-ran-quiet"),
+    pytest.param("NSScalerNoRecentRun",
+                 {series("nsscaler_policy_last_run_timestamp_seconds"):
+                  " ".join(f"{600 * i}x9" for i in range(7))}, 65, None, id="runs-every-10-min-quiet"),
+    pytest.param("NSScalerPodsLeftInHeldNamespaces", {series("nsscaler_policy_pods_left"): "3x40"}, 31,
+                 f"3 Pods still run in namespaces NSScaler {POLICY} holds", id="pods-left-30-min-fires"),
+    pytest.param("NSScalerPodsLeftInHeldNamespaces", {series("nsscaler_policy_pods_left"): "3x19 0x30"}, 45, None,
+                 id="pods-gone-after-20-min-quiet"),
+    pytest.param("NSScalerPodsLeftInHeldNamespaces", {series("nsscaler_policy_pods_left"): "0x40"}, 35, None,
+                 id="drained-quiet"),
+    pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_reverted_workloads"): "0x9 2x10"},
+                 12, f"2 workloads held by NSScaler {POLICY} were scaled up again by someone else",
+                 id="reverted-fires"),
+    pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_reverted_workloads"): "0x30"}, 20,
+                 None, id="no-revert-quiet"),
+    pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_done"): "1x30"}, 20, None,
+                 id="older-status-without-the-count-quiet"),
+]
+
+
+def unit_test(alert: str, inputs: dict[str, str], minutes: int, summary: str | None) -> dict[str, Any]:
+    expected = []
+    if summary is not None:
+        labels = alert_labels(**next(_labels_of(s) for s in inputs if "{" in s and "stale" not in inputs[s]))
+        expected.append({"exp_labels": labels,
+                         "exp_annotations": rendered_annotations(alert, labels, summary)})
+    return {"rule_files": [str(mc.RULES)], "evaluation_interval": "1m",
+            "tests": [{"interval": "1m",
+                       "input_series": [{"series": s, "values": v} for s, v in inputs.items()],
+                       "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert,
+                                            "exp_alerts": expected}]}]}
+
+
+def _labels_of(selector: str) -> dict[str, str]:
+    return dict(re.findall(r'(\w+)="([^"]*)"', selector))
+
+
+def promtool_run(promtool: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(promtool), *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_rules_are_valid_promql(promtool):
+    result = promtool_run(promtool, "check", "rules", str(mc.RULES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 4 rules found" in result.stdout
+
+
+@pytest.mark.parametrize(("alert", "inputs", "minutes", "summary"), CASES)
+def test_alert_fires_on_its_state_and_only_then(promtool, tmp_path, alert, inputs, minutes, summary):
+    test_file = tmp_path / "alerts_test.yaml"
+    test_file.write_text(yaml.safe_dump(unit_test(alert, inputs, minutes, summary), sort_keys=False))
+    result = promtool_run(promtool, "test", "rules", str(test_file))
+    assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+
+
+FAILING = 'nsscaler_policy_condition{type="Ready", reason!="Suspended"} == 0'
+FROZEN_NOW = ("sum(nsscaler_policy_frozen_workloads + nsscaler_policy_unchanged_workloads + "
+              "nsscaler_policy_kept_frozen_workloads unless on (policy) nsscaler_policy_dry_run == 1)")
+
+
+def _of(policy: str, metric: str, value: str, **labels: str) -> tuple[str, str]:
+    return series(metric, **labels).replace(f'policy="{POLICY}"', f'policy="{policy}"'), value
+
+
+QUERIES = [
+    pytest.param(FAILING, dict([
+        _of("a", "nsscaler_policy_condition", "1x20", type="Ready", status="True", reason="Reconciled"),
+        _of("b", "nsscaler_policy_condition", "0x20", type="Ready", status="False", reason="PartialFailure"),
+        _of("c", "nsscaler_policy_condition", "0x20", type="Ready", status="False", reason="Suspended"),
+        _of("b", "nsscaler_policy_condition", "0x20", type="Drained", status="False", reason="PodsRemaining"),
+    ]), [(_of("b", "nsscaler_policy_condition", "", type="Ready", status="False", reason="PartialFailure")[0], 0)],
+        id="which-policies-are-failing"),
+    pytest.param(FROZEN_NOW, dict([
+        _of("a", "nsscaler_policy_frozen_workloads", "2x20"), _of("a", "nsscaler_policy_unchanged_workloads", "3x20"),
+        _of("a", "nsscaler_policy_kept_frozen_workloads", "1x20"), _of("a", "nsscaler_policy_dry_run", "0x20"),
+        _of("b", "nsscaler_policy_frozen_workloads", "4x20"), _of("b", "nsscaler_policy_unchanged_workloads", "0x20"),
+        _of("b", "nsscaler_policy_kept_frozen_workloads", "0x20"), _of("b", "nsscaler_policy_dry_run", "0x20"),
+        # a dry-run policy's "frozen" is what it would freeze: nothing is frozen
+        _of("c", "nsscaler_policy_frozen_workloads", "9x20"), _of("c", "nsscaler_policy_unchanged_workloads", "0x20"),
+        _of("c", "nsscaler_policy_kept_frozen_workloads", "0x20"), _of("c", "nsscaler_policy_dry_run", "1x20"),
+    ]), [("{}", 10)], id="how-many-workloads-are-frozen-now"),
+]
+
+
+@pytest.mark.parametrize(("query", "inputs", "samples"), QUERIES)
+def test_the_readmes_questions_in_promql_give_the_answer(promtool, tmp_path, query, inputs, samples):
+    assert f"`{query}`" in (mc.COMPONENT.parents[2] / "README.md").read_text()
+    test = {"rule_files": [], "evaluation_interval": "1m",
+            "tests": [{"interval": "1m", "input_series": [{"series": k, "values": v} for k, v in inputs.items()],
+                       "promql_expr_test": [{"expr": query, "eval_time": "10m",
+                                             "exp_samples": [{"labels": labels, "value": value}
+                                                             for labels, value in samples]}]}]}
+    test_file = tmp_path / "queries_test.yaml"
+    test_file.write_text(yaml.safe_dump(test, sort_keys=False))
+    result = promtool_run(promtool, "test", "rules", str(test_file))
+    assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+
+
+def test_a_wrong_expectation_fails(promtool, tmp_path):
+    """The harness can fail: a quiet state claimed to fire is reported by promtool."""
+    test_file = tmp_path / "alerts_test.yaml"
+    claim = unit_test("NSScalerPodsLeftInHeldNamespaces", {series("nsscaler_policy_pods_left"): "0x40"}, 35,
+                      f"0 Pods still run in namespaces NSScaler {POLICY} holds")
+    test_file.write_text(yaml.safe_dump(claim, sort_keys=False))
+    result = promtool_run(promtool, "test", "rules", str(test_file))
+    assert result.returncode == 1 and "NSScalerPodsLeftInHeldNamespaces" in result.stdout + result.stderr

@@ -1,0 +1,206 @@
+"""kube-state-metrics (built from its Go module) turns the status nsscaler writes into the documented metrics.
+
+It runs against the test control plane with nothing but what the metrics component ships: the
+CustomResourceStateMetrics config out of the rendered ConfigMap, and the rendered ClusterRole, bound to a
+ServiceAccount whose token is all kube-state-metrics gets (not admin). nsscaler reconciles real policies,
+and every metric is compared with the status it was made from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from tests import builders
+from tests import metrics_component as mc
+from tests.builders import AdminApi, wait_until
+from tests.cluster import controlplane, tools
+from tests.conftest import ROOT, apply_manifest, kubectl, make_family
+
+OVERLAY = ROOT / "kustomize" / "overlays" / "prod-with-metrics"
+KSM_NAMESPACE, KSM_ACCOUNT = "kube-system", "kube-state-metrics"
+_SAMPLE = re.compile(r'^(\w+)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+Sample = tuple[str, frozenset[tuple[str, str]], float]
+
+
+def parse(text: str) -> list[Sample]:
+    """Samples of the Prometheus text format (comments skipped)."""
+    samples = []
+    for line in text.splitlines():
+        if line and not line.startswith("#") and (match := _SAMPLE.match(line)):
+            labels = frozenset(_LABEL.findall(match[2] or ""))
+            samples.append((match[1], labels, float(match[3])))
+    return samples
+
+
+@dataclass
+class KubeStateMetrics:
+    url: str
+    log: Path
+
+    def scrape(self) -> list[Sample]:
+        resp = requests.get(f"{self.url}/metrics", timeout=10)
+        resp.raise_for_status()
+        return parse(resp.text)
+
+    def of(self, policy: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        """This policy's nsscaler_* samples, keyed by name and labels other than `policy`."""
+        out = {}
+        for name, labels, value in self.scrape():
+            if name.startswith("nsscaler_") and ("policy", policy) in labels:
+                out[name, labels - {("policy", policy)}] = value
+        return out
+
+
+def component() -> list[dict[str, Any]]:
+    out = subprocess.run([kubectl(), "kustomize", str(OVERLAY)], capture_output=True, text=True, check=True).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    return [d for d in docs if d["metadata"]["name"] == "nsscaler-kube-state-metrics"]
+
+
+@pytest.fixture(scope="module")
+def ksm_binary() -> Path:
+    try:
+        return tools.ensure_tool("kube-state-metrics")
+    except tools.SourceUnavailable as exc:
+        pytest.skip(f"kube-state-metrics cannot be built here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def ksm(control_plane, api: AdminApi, crd, ksm_binary, tmp_path_factory) -> Iterator[KubeStateMetrics]:
+    work = tmp_path_factory.mktemp("kube-state-metrics")
+    shipped = {d["kind"]: d for d in component()}
+    (work / "rbac.yaml").write_text(yaml.safe_dump_all([shipped["ClusterRole"], shipped["ClusterRoleBinding"]]))
+    apply_manifest(control_plane.admin_kubeconfig, work / "rbac.yaml")
+    if not api.exists("ServiceAccount", KSM_ACCOUNT, KSM_NAMESPACE):
+        api.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": KSM_ACCOUNT, "namespace": KSM_NAMESPACE}})
+    kubeconfig = control_plane.service_account_kubeconfig(work / "kubeconfig", KSM_NAMESPACE, KSM_ACCOUNT)
+    config = work / "config.yaml"
+    config.write_text(shipped["ConfigMap"]["data"]["config.yaml"])
+    port, telemetry = controlplane.free_ports(2)
+    log = work / "kube-state-metrics.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(ksm_binary), "--kubeconfig", str(kubeconfig), "--custom-resource-state-only",
+             "--custom-resource-state-config-file", str(config), "--host", "127.0.0.1", "--port", str(port),
+             "--telemetry-host", "127.0.0.1", "--telemetry-port", str(telemetry)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=controlplane._die_with_parent)  # noqa: PLW1509 (as the control plane's own processes)
+    running = KubeStateMetrics(f"http://127.0.0.1:{port}", log)
+    try:
+        wait_until(lambda: requests.get(f"{running.url}/livez", timeout=2).ok, timeout=60,
+                   what=f"kube-state-metrics to serve (log: {log})")
+        yield running
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _seconds(timestamp: str) -> float:
+    return dt.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+
+
+def expected_samples(obj: dict[str, Any]) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """What the documented metrics must say about one NSScaler, computed from the object itself."""
+    status = obj["status"]
+    plain = frozenset(mc.KSM_LABELS.items())
+    out = {
+        ("nsscaler_policy_done", plain): float(status["done"]),
+        ("nsscaler_policy_dry_run", plain): float(status["dryRun"]),
+        ("nsscaler_policy_last_run_timestamp_seconds", plain): _seconds(status["lastRunTime"]),
+        ("nsscaler_policy_observed_generation", plain): float(status["observedGeneration"]),
+        ("nsscaler_policy_generation", plain): float(obj["metadata"]["generation"]),
+    }
+    for key, value in status["counts"].items():
+        assert key in mc.count_metrics(), f"status.counts.{key} has no metric in {mc.CONFIG.name}"
+        out[mc.count_metrics()[key], plain] = float(value)
+    for cond in status["conditions"]:
+        labels = plain | {("type", cond["type"]), ("status", cond["status"]), ("reason", cond["reason"])}
+        out["nsscaler_policy_condition", labels] = 1.0 if cond["status"] == "True" else 0.0
+    return out
+
+
+def test_every_metric_says_what_the_status_says(api, run_job, prefix, ksm):
+    make_family(api, prefix, {"v1": {"d-web": 2, "s-db": 1}, "v2": {"d-web": 1}})
+    names = {"ok": f"{prefix}ok", "bad": f"{prefix}bad", "off": f"{prefix}off"}
+    api.create(builders.nsscaler(names["ok"], prefix, ["v2"]))
+    # other families, so that neither one's active list keeps the first policy's namespaces running
+    api.create(builders.nsscaler(names["bad"], f"{prefix}y-", ["x-"]))  # "...y-x-" is no namespace name
+    api.create(builders.nsscaler(names["off"], f"{prefix}z-", ["v1"], suspend=True))
+    assert run_job().exit_code == 1  # the invalid policy; the others are served
+    objects = {key: api.get("NSScaler", name) for key, name in names.items()}
+
+    for key, name in names.items():
+        want = expected_samples(objects[key])
+        try:
+            wait_until(lambda n=name, w=want: ksm.of(n) == w, timeout=90, what=f"the metrics of {name}")
+        except AssertionError:
+            got = ksm.of(name)
+            wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+            extra = sorted(set(got) - set(want))
+            raise AssertionError(f"{name}: (scraped, wanted) {wrong}; not wanted {extra}\n"
+                                 f"kube-state-metrics log:\n{ksm.log.read_text()[-3000:]}") from None
+
+    ok, bad, off = (ksm.of(names[k]) for k in ("ok", "bad", "off"))
+    plain = frozenset(mc.KSM_LABELS.items())
+    assert ok["nsscaler_policy_frozen_workloads", plain] == 2
+    assert ok["nsscaler_policy_held_namespaces", plain] == 1
+    assert ok["nsscaler_policy_condition", plain | {("type", "Ready"), ("status", "True"),
+                                                     ("reason", "Reconciled")}] == 1
+    assert bad["nsscaler_policy_condition", plain | {("type", "Ready"), ("status", "False"),
+                                                      ("reason", "InvalidSpec")}] == 0
+    assert off["nsscaler_policy_condition", plain | {("type", "Ready"), ("status", "False"),
+                                                      ("reason", "Suspended")}] == 0
+    assert bad["nsscaler_policy_done", plain] == 0 and off["nsscaler_policy_done", plain] == 0
+    # every count the status holds is exported; a count it lacks has no series (not a made-up zero)
+    exported_counts = {name for (name, _) in ok if name in mc.count_metrics().values()}
+    assert exported_counts == {mc.count_metrics()[k] for k in objects["ok"]["status"]["counts"]}
+
+
+def test_a_spec_change_no_run_has_acted_on_shows_as_generation_ahead(api, run_job, prefix, ksm):
+    make_family(api, prefix, {"v1": {"d-web": 1}})
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1"]}})
+    plain = frozenset(mc.KSM_LABELS.items())
+
+    def generation_ahead() -> bool:
+        got = ksm.of(name)
+        return got.get(("nsscaler_policy_generation", plain), 0) > got.get(("nsscaler_policy_observed_generation",
+                                                                            plain), 0)
+
+    wait_until(generation_ahead, timeout=90, what="metadata.generation ahead of observedGeneration")
+    assert run_job().exit_code == 0
+    wait_until(lambda: not generation_ahead(), timeout=90, what="the run to catch up with the spec")
+
+
+def test_kube_state_metrics_runs_only_with_the_access_the_component_grants(control_plane, ksm):
+    token = yaml.safe_load((ksm.log.parent / "kubeconfig").read_text())["users"][0]["user"]["token"]
+    http = requests.Session()
+    http.trust_env = False
+    http.verify = str(control_plane.ca_cert)
+    http.headers["Authorization"] = f"Bearer {token}"
+    server = control_plane.server
+    assert http.get(f"{server}/apis/{builders.NSSCALER_VERSION}/nsscalers", timeout=10).status_code == 200
+    for path in ("/api/v1/secrets", "/api/v1/pods", "/apis/apps/v1/deployments", "/api/v1/namespaces"):
+        assert http.get(server + path, timeout=10).status_code == 403, path
+    assert http.patch(f"{server}/apis/{builders.NSSCALER_VERSION}/nsscalers/any", json={},
+                      headers={"Content-Type": "application/merge-patch+json"}, timeout=10).status_code == 403
+    assert "forbidden" not in ksm.log.read_text().lower(), ksm.log.read_text()[-3000:]

@@ -1,0 +1,140 @@
+"""The metrics component's files agree with each other, with the status nsscaler writes and with the schedule.
+
+Pure file checks (plus `kubectl kustomize`, which reads files only). kube-state-metrics and promtool
+themselves run in tests/integration/test_metrics.py and test_alerts.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from job.status import PolicyOutcome, build_status
+from tests import metrics_component as mc
+from tests.conftest import ROOT, kubectl
+
+#: counts other parts of nsscaler add to status.counts; their metrics must exist before the counts do
+ANNOUNCED_COUNTS = ("podsExcluded", "reverted", "gitOpsManaged")
+
+
+def schedule_period_seconds(schedule: str) -> int:
+    """The period of the cron schedules nsscaler's overlays use: every N minutes, hourly or daily."""
+    minute, hour, *rest = schedule.split()
+    if any(field != "*" for field in rest):
+        raise ValueError(f"not a fixed-period schedule: {schedule!r}")
+    if hour == "*" and (match := re.fullmatch(r"\*/(\d+)", minute)) and 60 % int(match[1]) == 0:
+        return int(match[1]) * 60
+    if hour == "*" and minute.isdigit():
+        return 3600
+    if minute.isdigit() and hour.isdigit():
+        return 86400
+    raise ValueError(f"not a fixed-period schedule: {schedule!r}")
+
+
+@pytest.mark.parametrize(("schedule", "seconds"), [
+    pytest.param("*/10 * * * *", 600, id="every-10-min"),
+    pytest.param("*/5 * * * *", 300, id="every-5-min"),
+    pytest.param("7 * * * *", 3600, id="hourly"),
+    pytest.param("30 2 * * *", 86400, id="daily"),
+])
+def test_schedule_period(schedule, seconds):
+    assert schedule_period_seconds(schedule) == seconds
+
+
+@pytest.mark.parametrize("schedule", [
+    pytest.param("*/7 * * * *", id="uneven-minutes"),
+    pytest.param("0 9 * * 1-5", id="weekdays"),
+    pytest.param("0 */2 * * *", id="every-2-hours"),
+])
+def test_schedule_period_refuses_irregular_schedules(schedule):
+    with pytest.raises(ValueError, match="fixed-period"):
+        schedule_period_seconds(schedule)
+
+
+@functools.cache
+def rendered(overlay: str) -> list[dict]:
+    out = subprocess.run([kubectl(), "kustomize", str(ROOT / "kustomize" / "overlays" / overlay)],
+                         capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def rules() -> dict[str, dict]:
+    return {r["alert"]: r for g in yaml.safe_load(mc.RULES.read_text())["groups"] for r in g["rules"]}
+
+
+def test_derived_files_are_up_to_date():
+    for path, text in mc.expected().items():
+        assert path.read_text() == text, f"{path.name} is stale: run make metrics-manifests"
+
+
+def test_prometheus_rule_holds_exactly_the_rule_groups_promtool_tests():
+    (rule,) = [d for d in rendered("prod-with-metrics") if d["kind"] == "PrometheusRule"]
+    assert rule["spec"]["groups"] == yaml.safe_load(mc.RULES.read_text())["groups"]
+
+
+def test_helm_values_and_configmap_hold_the_same_config_and_rbac():
+    docs = rendered("prod-with-metrics")
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("kube-state-metrics")]
+    values = yaml.safe_load(mc.HELM_VALUES.read_text())
+    assert values["customResourceState"]["config"] == yaml.safe_load(configmap["data"]["config.yaml"])
+    assert values["customResourceState"]["config"] == yaml.safe_load(mc.CONFIG.read_text())
+    assert values["rbac"]["extraRules"] == role["rules"]
+
+
+def test_no_recent_run_alert_waits_three_schedule_periods_of_the_prod_cronjob():
+    (cron,) = [d for d in rendered("prod-with-metrics") if d["kind"] == "CronJob"]
+    threshold = 3 * schedule_period_seconds(cron["spec"]["schedule"])
+    expr = rules()["NSScalerNoRecentRun"]["expr"]
+    assert re.fullmatch(rf"time\(\) - nsscaler_policy_last_run_timestamp_seconds > {threshold}", expr), expr
+
+
+def test_every_count_nsscaler_writes_has_a_metric():
+    status = build_status(PolicyOutcome(name="p", generation=1), now=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+                          list_limit=5)
+    missing = (set(status["counts"]) | set(ANNOUNCED_COUNTS)) - set(mc.count_metrics())
+    assert not missing, f"status.counts without a metric in {mc.CONFIG.name}: {sorted(missing)}"
+
+
+def test_metric_names_follow_prometheus_conventions():
+    names = mc.exported()
+    assert len(names) == len(set(names))
+    for name, path in names.items():
+        assert re.fullmatch(r"nsscaler_policy_[a-z_]+", name), name
+        assert not name.endswith("_total"), f"{name}: every metric here is a gauge of the last run"
+        if path[-1].endswith("Time"):
+            assert name.endswith("_timestamp_seconds"), name
+    for name in ("condition", "done", "last_run_timestamp_seconds", "observed_generation", "generation"):
+        assert f"nsscaler_policy_{name}" in names
+
+
+def test_labels_are_bounded():
+    (resource,) = yaml.safe_load(mc.CONFIG.read_text())["spec"]["resources"]
+    assert resource["labelsFromPath"] == {"policy": ["metadata", "name"]}
+    for metric in resource["metrics"]:
+        labels = set(metric["each"]["gauge"].get("labelsFromPath", {}))
+        assert labels <= set(mc.CONDITION_LABELS), (metric["name"], labels)
+        assert "commonLabels" not in metric and "labelFromKey" not in metric["each"]["gauge"], metric["name"]
+
+
+def test_alerts_use_only_exported_metrics_and_say_what_to_do():
+    for name, rule in rules().items():
+        used = set(re.findall(r"nsscaler_policy_\w+", rule["expr"]))
+        assert used and used <= set(mc.exported()), (name, used)
+        assert rule["labels"]["severity"] in ("warning", "critical"), name
+        assert "{{ $labels.policy }}" in rule["annotations"]["summary"], name
+        assert "kubectl" in rule["annotations"]["description"], name
+
+
+def test_readme_lists_every_metric_and_alert():
+    readme = (ROOT / "README.md").read_text()
+    monitoring = readme[readme.index("## Monitoring"):]
+    for name in mc.exported():
+        assert f"| `{name}" in monitoring, name
+    for alert in rules():
+        assert f"| `{alert}` |" in monitoring, alert
