@@ -123,6 +123,7 @@ def expected_samples(obj: dict[str, Any]) -> dict[tuple[str, frozenset[tuple[str
     out = {
         ("nsscaler_policy_done", plain): float(status["done"]),
         ("nsscaler_policy_dry_run", plain): float(status["dryRun"]),
+        ("nsscaler_policy_holding", plain): float(status["holding"]),
         ("nsscaler_policy_last_run_timestamp_seconds", plain): _seconds(status["lastRunTime"]),
         ("nsscaler_policy_observed_generation", plain): float(status["observedGeneration"]),
         ("nsscaler_policy_generation", plain): float(obj["metadata"]["generation"]),
