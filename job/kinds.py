@@ -286,6 +286,9 @@ def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]]) -> Resolution
         if name in custom:
             by_name[name] = crd
     for kind in sorted(custom):
+        if kind.short in BUILTIN_NAMES and kind.group == BUILTIN[Kind(kind.short)].group:
+            unknown[kind] = f"kind {kind} is built in: write it as {kind.short}"
+            continue
         if kind not in by_name:
             unknown[kind] = (f"kind {kind} is not served by this cluster (no such built-in kind, and no "
                              f"CustomResourceDefinition for it)")

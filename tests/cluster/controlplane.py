@@ -30,6 +30,7 @@ from tests.cluster import build, pki
 DEFAULT_CONTROLLERS = (
     "deployment", "replicaset", "statefulset", "job", "cronjob", "namespace", "garbagecollector",
     "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher", "horizontalpodautoscaling",
+    "clusterrole-aggregation",
 )
 #: For the benchmark: thousands of Deployments without thousands of Pods.
 BENCH_CONTROLLERS = ("namespace", "garbagecollector", "serviceaccount", "serviceaccount-token",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from job import policy as policy_api
 from job.autoscalers import (
@@ -14,7 +16,7 @@ from job.autoscalers import (
     plan_scaled_objects,
     scaled_object,
 )
-from job.kinds import BUILTIN, Kind, resolve
+from job.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
 from job.plan import Verb, make_plan
 from job.workloads import ANNOTATION_SCALED_BY, LABEL_SCALED, from_api
 from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload
@@ -37,6 +39,7 @@ def crd(kind: str, group: str, *, path: str | None = ".spec.replicas", scope: st
     pytest.param([crd("Pool", "x.io", scope="Cluster")], "Pool.x.io", None, "cluster-scoped", id="cluster-scoped"),
     pytest.param([crd("Pool", "y.io")], "Pool.x.io", None, "not served by this cluster", id="other-group"),
     pytest.param([], "Rollout.argoproj.io", None, "not served by this cluster", id="absent"),
+    pytest.param([], "Deployment.apps", None, "is built in: write it as Deployment", id="built-in-with-group"),
 ])
 def test_custom_kinds_resolve_from_their_crd(crds, kind, path, problem):
     found = resolve([Kind(kind), Kind.DEPLOYMENT], crds)
@@ -63,6 +66,15 @@ def test_spec_kinds_accepts_built_ins_and_kind_dot_group(kinds, ok):
     assert isinstance(parsed, policy_api.Policy) is ok, parsed
     if not ok:
         assert "spec.kinds" in parsed.message and "<Kind>.<group>" in parsed.message  # type: ignore[union-attr]
+
+
+def test_the_crd_accepts_exactly_what_the_job_accepts():
+    root = Path(__file__).resolve().parents[2]
+    crd_doc = yaml.safe_load((root / "kustomize/base/crd.yaml").read_text())
+    kinds = crd_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["kinds"]
+    assert kinds["items"]["pattern"] == KIND_PATTERN
+    assert all(name in kinds["description"] for name in BUILTIN_NAMES) and "<Kind>.<group>" in kinds["description"]
+    assert set(BUILTIN_NAMES) == set(BUILTIN)
 
 
 def test_a_policy_naming_an_unknown_kind_is_invalid_and_the_others_stay():
