@@ -11,8 +11,9 @@ Rules, in order of precedence:
    lists it as active: "active wins". Of several holders the first by name is recorded in `scaled-by`.
 4. In a held namespace a running workload of a kind its holder selects is frozen; an existing record is
    kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
-   A workload with a controller owner is never frozen on its own (its owner is), except a Job: a
-   suspended CronJob does not stop the Job it started, so selecting CronJob freezes its Jobs too.
+   A workload with a controller owner is never frozen or restored on its own (its owner is; a Deployment
+   even copies its annotations, our record included, onto its ReplicaSets), except a Job: a suspended
+   CronJob does not stop the Job it started, so selecting CronJob freezes its Jobs too.
 5. A workload carrying a record whose namespace its kind is no longer held for is restored, unless the
    policy named in `scaled-by` is suspended, says `restore: false`, or has an invalid spec.
 6. If the freezes would exceed the cap, none is planned and the plan says why.
@@ -158,9 +159,9 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
         found = verdicts.get(workload.namespace)
         if found and found.untouchable:
             continue
-        holder = found.holder_for(workload.selecting_kinds) if found else None
         if workload.frozen_with_its_owner:
-            holder = None  # its owner is frozen instead; only a record of ours brings it back here
+            continue  # its owner is frozen instead; a record on it is the owner's, copied by its controller
+        holder = found.holder_for(workload.selecting_kinds) if found else None
         owner_name = holder.name if holder else workload.scaled_by
         if owner_name is None:
             continue  # neither held nor ours: not nsscaler's business

@@ -138,23 +138,29 @@ def _apply(kube: Kube, applier: Applier, plan: Plan) -> list[ActionResult]:
     change nothing read no autoscaler at all, so a steady state costs no request for them."""
     if not any(a.verb in (Verb.FREEZE, Verb.RESTORE) for a in plan.actions):
         return applier.apply(plan.actions)
+    freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
+    if freezes:
+        try:
+            plan.problems += hpa_problems(freezes, observe.hpas(kube))
+        except ApiError as exc:
+            plan.problems += [Problem(a.policy, a.workload, f"could not read HPAs: {exc}") for a in freezes[:1]]
+    held_back: dict[int, str] = {}
     try:
         keda = plan_scaled_objects(plan.actions, observe.scaled_objects(kube))
-        if any(a.verb is Verb.FREEZE for a in plan.actions):
-            plan.problems += hpa_problems(plan.actions, observe.hpas(kube))
-    except ApiError as exc:
-        message = f"could not read the autoscalers (KEDA ScaledObjects, HPAs) of the workloads it changes: {exc}"
-        plan.problems += [Problem(p, a.workload, message) for p, a in {a.policy: a for a in plan.actions}.items()]
+    except ApiError as exc:  # restoring while a ScaledObject might hold the workload at 0 could lose its count
         keda = plan_scaled_objects([], [])
+        held_back = {id(a): f"not restored: the KEDA ScaledObjects could not be read ({exc})"
+                     for a in plan.actions if a.verb is Verb.RESTORE}
     plan.problems += keda.problems
     resumed = _apply_autoscaler_actions(applier, keda.resumes)
-    held_back = {id(trigger) for r, trigger in zip(resumed, keda.resumes, strict=True) if r.outcome == "failed"}
-    results = resumed + applier.apply([a for a in plan.actions if id(a) not in held_back])
-    results += [ActionResult(t, "failed", f"not restored: its ScaledObject {r.action.workload.name} could not be "
-                                          f"resumed ({r.message})")
-                for r, (_, t) in zip(resumed, keda.resumes, strict=True) if r.outcome == "failed"]
-    frozen = {id(r.action) for r in results if r.outcome in ("applied", "dry-run")}
-    return results + _apply_autoscaler_actions(applier, [(a, t) for a, t in keda.pauses if id(t) in frozen])
+    held_back |= {id(t): f"not restored: its ScaledObject {r.action.workload.name} could not be resumed ({r.message})"
+                  for r, (_, t) in zip(resumed, keda.resumes, strict=True) if r.outcome == "failed"}
+    actions = [a for a in plan.actions if id(a) not in held_back]
+    applied = applier.apply(actions)
+    done = {id(a) for a, r in zip(actions, applied, strict=True) if r.outcome in ("applied", "dry-run")}
+    held = [ActionResult(a, "failed", held_back[id(a)]) for a in plan.actions if id(a) in held_back]
+    paused = _apply_autoscaler_actions(applier, [(a, t) for a, t in keda.pauses if id(t) in done])
+    return resumed + applied + held + paused
 
 
 def _apply_autoscaler_actions(applier: Applier, pairs: list[tuple[Action, Action]]) -> list[ActionResult]:

@@ -133,8 +133,8 @@ def verbs(plan):
         pytest.param(
             [policy("p", "shop-", ["v1"], kinds=["ReplicaSet"])],
             [workload("shop-v1", "rs", 0, kind=Kind.REPLICASET, controller="Deployment", original="2", scaled_by="p")],
-            [("restore", "shop-v1", "rs")],
-            id="a-record-of-ours-is-restored-even-under-a-controller",
+            [],
+            id="a-record-a-deployment-copied-onto-its-replicaset-is-ignored",
         ),
     ],
 )
