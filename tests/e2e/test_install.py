@@ -141,7 +141,10 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeco
                      timeout=10).status_code == 403
 
 
-def test_a_custom_kind_is_refused_until_its_aggregated_cluster_role_is_applied(api, sa_kubeconfig, prefix):
+def test_a_custom_kind_is_refused_until_its_aggregated_cluster_role_is_applied(control_plane, api, sa_kubeconfig,
+                                                                              prefix):
+    explain = kubectl_run(control_plane.admin_kubeconfig, "explain", "nsscaler.spec.kinds").stdout
+    assert "<Kind>.<group>" in explain and "Rollout.argoproj.io" in explain and "ReplicationController" in explain
     crds.install(api, crds.TEST_KINDS)
     ns = prefix + "v1"
     api.create(builders.namespace(ns))

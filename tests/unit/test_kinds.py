@@ -17,6 +17,7 @@ from job.autoscalers import (
     scaled_object,
 )
 from job.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
+from job.observe import required_access
 from job.plan import Verb, make_plan
 from job.workloads import ANNOTATION_SCALED_BY, LABEL_SCALED, from_api
 from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload
@@ -162,3 +163,12 @@ def test_hpa_with_min_replicas_0_is_reported_with_what_to_do(min_replicas, probl
     assert bool(found) is problem
     if problem:
         assert found[0].policy == "p" and "minReplicas to 1 or more" in found[0].message
+
+
+def test_required_access_adds_list_get_patch_for_each_custom_kind_only():
+    pool = resolve([Kind("Pool.x.io")], [crd("Pool", "x.io", plural="pools")]).handlers[Kind("Pool.x.io")]
+    base = {str(a) for a in required_access(settings())}
+    with_pool = {str(a) for a in required_access(settings(), custom=[pool])}
+    assert with_pool - base == {"list pools.x.io", "get pools.x.io", "patch pools.x.io"}
+    assert {"patch jobs.batch", "patch replicasets.apps", "patch replicationcontrollers", "patch scaledobjects.keda.sh",
+            "list horizontalpodautoscalers.autoscaling", "list customresourcedefinitions.apiextensions.k8s.io"} <= base
