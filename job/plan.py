@@ -13,6 +13,9 @@ Rules, in order of precedence:
 3. A namespace is held as the selection says; of several holders the first by name is recorded in `scaled-by`.
 4. In a held namespace a running workload of a kind its holder selects is frozen; an existing record is
    kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
+   A workload with a controller owner is never frozen or restored on its own (its owner is; a Deployment
+   even copies its annotations, our record included, onto its ReplicaSets), except a Job: a suspended
+   CronJob does not stop the Job it started, so selecting CronJob freezes its Jobs too.
 5. A workload carrying a record whose namespace its kind is no longer held for is restored, unless the
    policy named in `scaled-by` is suspended, says `restore: false`, or has an invalid spec.
 6. If the freezes would exceed the cap, none is planned and the plan says why.
@@ -31,7 +34,6 @@ from job.policy import InvalidPolicy, Policy
 from job.selection import Selection, Verdict
 from job.settings import Settings
 from job.workloads import (
-    HANDLERS,
     Kind,
     Namespace,
     Workload,
@@ -45,6 +47,8 @@ class Verb(enum.StrEnum):
     FREEZE = "freeze"
     RESTORE = "restore"
     ADOPT = "adopt"  # a frozen workload's record passes to the policy that holds its namespace now
+    PAUSE = "pause"  # the KEDA ScaledObject of a frozen workload stops scaling it
+    RESUME = "resume"  # ... and gets its own pause setting back before the workload is restored
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,9 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
         found = verdicts.get(workload.namespace)
         if found and found.untouchable:
             continue
-        holder = found.holder_for(workload.kind) if found else None
+        if workload.frozen_with_its_owner:
+            continue  # its owner is frozen instead; a record on it is the owner's, copied by its controller
+        holder = found.holder_for(workload.selecting_kinds) if found else None
         owner_name = holder.name if holder else workload.scaled_by
         if owner_name is None:
             continue  # neither held nor ours: not nsscaler's business
@@ -148,9 +154,9 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
             continue
         if workload.has_record and not workload.record_is_valid():
             problems.append(Problem(owner_name, workload, (
-                f"malformed record on {workload.ref}: {HANDLERS[workload.kind].record_key}="
+                f"malformed record on {workload.ref}: {workload.handling.record_key}="
                 f"{workload.original!r}; set it to the count to restore (or remove the record and "
-                f"the {HANDLERS[workload.kind].record_key} annotation) by hand")))
+                f"the {workload.handling.record_key} annotation) by hand")))
             continue
         if holder is not None:
             dry_run = settings.dry_run or holder.spec.dry_run
@@ -173,7 +179,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
                 report.kept_frozen += 1
             continue
         dry_run = settings.dry_run or (owner.spec.dry_run if owner else False)
-        restored = HANDLERS[workload.kind].restored_size(workload.original or "")
+        restored = workload.handling.restored_size(workload.original or "")
         actions.append(Action(Verb.RESTORE, workload, owner_name, restore_patch(workload), restored,
                               _restore_reason(workload, found, owner if isinstance(owner, Policy) else None,
                                               selection), dry_run))

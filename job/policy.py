@@ -10,13 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from job import windows
-from job.workloads import Kind
+from job.kinds import Kind
 
 GROUP = "operators.wubw.fun"
 VERSION = "v1alpha1"
@@ -26,6 +27,7 @@ CRD_NAME = f"{PLURAL}.{GROUP}"
 MAX_SUFFIXES = 1000
 MAX_KEEP_RECENT = 100
 MAX_WINDOWS = 50
+MAX_KINDS = 20
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
@@ -41,7 +43,9 @@ class PolicySpec(BaseModel):
 
     scope_prefix: str = Field(min_length=1, max_length=62)
     active_namespace_suffixes: tuple[str, ...] = Field(default=(), max_length=MAX_SUFFIXES)
-    kinds: tuple[Kind, ...] | None = Field(default=None, min_length=1)
+    # Whether the cluster serves a kind (and with /scale) is only known in the run: see
+    # `without_unknown_kinds`; parsing checks only the shape of the names.
+    kinds: tuple[Kind, ...] | None = Field(default=None, min_length=1, max_length=MAX_KINDS)
     suspend: bool = False
     restore: bool = True
     dry_run: bool = False
@@ -167,3 +171,18 @@ def parse(obj: dict[str, Any], *, default_kinds: frozenset[Kind]) -> Policy | In
         return InvalidPolicy(name, generation, _describe(exc), uid, status)
     kinds = frozenset(parsed.kinds) if parsed.kinds else default_kinds
     return Policy(name=name, generation=generation, spec=parsed, kinds=kinds, uid=uid, status=status)
+
+
+def without_unknown_kinds(policies: Sequence[Policy | InvalidPolicy],
+                          unknown: Mapping[Kind, str]) -> list[Policy | InvalidPolicy]:
+    """A policy naming a kind the cluster cannot serve (absent, or without /scale) becomes invalid;
+    the others stay as they are, so they are still served."""
+    out: list[Policy | InvalidPolicy] = []
+    for p in policies:
+        bad = sorted(k for k in p.kinds if k in unknown) if isinstance(p, Policy) else []
+        if isinstance(p, Policy) and bad:
+            message = "; ".join(f"spec.kinds: {unknown[k]}" for k in bad)
+            out.append(InvalidPolicy(p.name, p.generation, message, p.uid, p.status))
+        else:
+            out.append(p)
+    return out

@@ -8,35 +8,32 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from job import observe
 from job import policy as policy_api
-from job.errors import ApiError, Conflict, StartupError
-from job.kube import Access, Kube
-from job.plan import Action, Plan, Verb, kinds_in_use, make_plan
+from job.apply import ActionResult, Applier, Replan
+from job.apply import record_event as _record_event
+from job.autoscalers import hpa_problems, plan_scaled_objects, scaled_object, scaled_object_action
+from job.errors import ApiError
+from job.kube import Kube
+from job.observe import required_access
+
+__all__ = ["ActionResult", "RunReport", "required_access", "run"]
+from job.kinds import BUILTIN
+from job.plan import Action, Plan, Problem, Verb, kinds_in_use, make_plan
 from job.policy import InvalidPolicy, Policy
-from job.selection import Selection
 from job.settings import Settings
 from job.status import PolicyOutcome, build_status
-from job.workloads import HANDLERS, SCALED_SELECTOR, Kind, Namespace, Workload, from_api, namespace_from_api
 
 log = logging.getLogger(__name__)
 
 #: Pods that still hold resources: the field selector keeps finished ones out of the `done` check.
 _LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 _CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go, as kubectl expects
-
-
-@dataclass
-class ActionResult:
-    action: Action
-    outcome: str  # applied | dry-run | settled | gone | failed
-    message: str = ""
 
 
 @dataclass
@@ -62,136 +59,6 @@ class RunReport:
 
     def count(self, outcome: str, verb: Verb | None = None) -> int:
         return sum(1 for r in self.results if r.outcome == outcome and (verb is None or r.action.verb is verb))
-
-
-def required_access(settings: Settings) -> list[Access]:
-    """Exactly what a run calls; the ClusterRole in kustomize/base grants this and nothing more."""
-    needed = [Access(policy_api.GROUP, policy_api.PLURAL, "list"), Access("", "namespaces", "list"),
-              Access("", "pods", "list")]
-    for handler in HANDLERS.values():
-        group = handler.api_version.split("/")[0]
-        needed += [Access(group, handler.plural, verb) for verb in ("list", "get", "patch")]
-    if not settings.dry_run:
-        needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
-        if settings.events:
-            needed.append(Access("", "events", "create"))
-    return needed
-
-
-def _preflight(kube: Kube, settings: Settings) -> None:
-    try:
-        missing = kube.missing_access(required_access(settings), namespace=settings.own_namespace or "default")
-    except ApiError as exc:
-        raise _startup_error(kube, exc) from None
-    if missing:
-        raise StartupError(f"missing RBAC permissions: {', '.join(map(str, missing))}; apply the ClusterRole "
-                           f"from kustomize/base (kubectl apply -k kustomize/overlays/prod)")
-
-
-def _startup_error(kube: Kube, exc: ApiError) -> StartupError:
-    if exc.status == 0:
-        return StartupError(f"{exc.message}; check --kubeconfig/--context and that the cluster is up")
-    if exc.status == 401:
-        return StartupError(f"the API server at {kube.server} rejected the credentials (401): renew the "
-                            f"token or certificate in the kubeconfig")
-    return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
-
-
-def _observe_policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
-    try:
-        objs = list(kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL))
-    except ApiError as exc:
-        if exc.status == 404:
-            raise StartupError(f"the NSScaler CRD ({policy_api.CRD_NAME}) is not installed: run "
-                               f"kubectl apply -k kustomize/overlays/prod") from None
-        raise _startup_error(kube, exc) from None
-    default_kinds = frozenset(settings.default_kinds)
-    return sorted((policy_api.parse(o, default_kinds=default_kinds) for o in objs), key=lambda p: p.name)
-
-
-def _observe_workloads(kube: Kube, kinds: frozenset[Kind]) -> list[Workload]:
-    """Kinds a policy freezes are LISTed whole; the others only where they carry our record (a restore
-    sweep, selected server-side by label). Either way, one paginated LIST per kind, cluster-wide."""
-    workloads: list[Workload] = []
-    for kind, handler in HANDLERS.items():
-        selector = None if kind in kinds else SCALED_SELECTOR
-        workloads += (from_api(kind, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural,
-                                                               label_selector=selector))
-    return workloads
-
-
-class _Applier:
-    """Sends the plan's PATCHes, concurrently; on 409 re-reads that one object and decides again."""
-
-    def __init__(self, kube: Kube, settings: Settings, *, policies: Sequence[Policy | InvalidPolicy],
-                 namespaces: Sequence[Namespace], now: dt.datetime, selection: Selection | None = None) -> None:
-        self.kube, self.settings, self.policies, self.namespaces, self.now = kube, settings, policies, namespaces, now
-        self.selection = selection  # the run's selection: a re-read workload is judged as the others were
-        self._event_budget = threading.Semaphore(settings.workload_events_limit if settings.events else 0)
-
-    def apply(self, actions: list[Action]) -> list[ActionResult]:
-        if not actions:
-            return []
-        with ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="patch") as pool:
-            return list(pool.map(self._apply_one, actions))
-
-    def _apply_one(self, action: Action) -> ActionResult:
-        for _ in range(self.settings.conflict_retries + 1):
-            handler = HANDLERS[action.workload.kind]
-            w = action.workload
-            try:
-                self.kube.patch(version=handler.api_version, plural=handler.plural, namespace=w.namespace,
-                                name=w.name, body=action.patch, dry_run=action.dry_run)
-            except Conflict:
-                try:
-                    fresh = self.kube.get(version=handler.api_version, plural=handler.plural,
-                                          namespace=w.namespace, name=w.name)
-                except ApiError as exc:
-                    return self._result(action, "gone" if exc.status == 404 else "failed", str(exc))
-                replan = make_plan(self.policies, namespaces=self.namespaces, workloads=[from_api(w.kind, fresh)],
-                                   settings=self.settings, now=self.now, selection=self.selection)
-                if replan.problems:
-                    return self._result(action, "failed", replan.problems[0].message)
-                if not replan.actions:
-                    return self._result(action, "settled", "changed concurrently; nothing left to do")
-                action = replan.actions[0]
-                continue
-            except ApiError as exc:
-                if exc.status == 404:
-                    return self._result(action, "gone", "deleted during the run")
-                return self._result(action, "failed", str(exc))
-            return self._result(action, "dry-run" if action.dry_run else "applied")
-        return self._result(action, "failed", f"still conflicting after {self.settings.conflict_retries} re-reads")
-
-    def _result(self, action: Action, outcome: str, message: str = "") -> ActionResult:
-        w = action.workload
-        before, after = HANDLERS[w.kind].describe(w.size), HANDLERS[w.kind].describe(action.after)
-        fields = {"event": action.verb.value, "outcome": outcome, "policy": action.policy, "namespace": w.namespace,
-                  "kind": w.kind.value, "workload": w.name, "before": before, "after": after, "reason": action.reason}
-        if outcome == "failed":
-            log.error("%s %s failed: %s", action.verb.value, w.ref, message, extra=fields)
-        else:
-            log.info("%s %s: %s -> %s (%s)%s", action.verb.value, w.ref, before, after, action.reason,
-                     f" [{outcome}]" if outcome != "applied" else "", extra=fields)
-        if outcome == "applied" and action.verb is not Verb.ADOPT and self._event_budget.acquire(blocking=False):
-            verb = "froze" if action.verb is Verb.FREEZE else "restored"
-            involved = {"apiVersion": HANDLERS[w.kind].api_version, "kind": w.kind.value, "name": w.name,
-                        "namespace": w.namespace, "uid": w.uid}
-            _record_event(self.kube, now=self.now, namespace=w.namespace, involved=involved, warning=False,
-                          reason="Frozen" if action.verb is Verb.FREEZE else "Restored",
-                          message=f"NSScaler {action.policy} {verb} {w.kind.value} {w.name}: {before} -> {after} "
-                                  f"({action.reason})")
-        return ActionResult(action, outcome, message)
-
-
-def _record_event(kube: Kube, *, now: dt.datetime, namespace: str, involved: dict[str, str], reason: str,
-                  message: str, warning: bool) -> None:
-    try:
-        kube.create_event(namespace=namespace, involved=involved, reason=reason, message=message, warning=warning,
-                          now=now)
-    except ApiError as exc:  # an Event is a courtesy: never fail a freeze for it
-        log.warning("could not record Event %s on %s: %s", reason, involved["name"], exc,
-                    extra={"event": "event-failed"})
 
 
 def _count_live_pods(kube: Kube, held: dict[str, list[str]]) -> Counter[str]:
@@ -231,7 +98,7 @@ def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results
                     outcome.frozen += 1
                 elif r.action.verb is Verb.RESTORE:
                     outcome.restored += 1
-                else:
+                elif r.action.verb is Verb.ADOPT:
                     outcome.adopted += 1
             elif r.outcome == "failed":
                 outcome.failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {r.message}")
@@ -267,6 +134,43 @@ def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], *, settings: Sett
                                   f"{len(outcome.held)} namespaces held", involved=involved)
 
 
+def _apply(kube: Kube, applier: Applier, plan: Plan) -> list[ActionResult]:
+    """The plan's actions, with the KEDA ScaledObjects of the workloads they change: resumed before their
+    workload is restored (a failed resume holds that restore back), paused after it is frozen. Runs that
+    change nothing read no autoscaler at all, so a steady state costs no request for them."""
+    if not any(a.verb in (Verb.FREEZE, Verb.RESTORE) for a in plan.actions):
+        return applier.apply(plan.actions)
+    freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
+    if freezes:
+        try:
+            plan.problems += hpa_problems(freezes, observe.hpas(kube))
+        except ApiError as exc:
+            plan.problems += [Problem(a.policy, a.workload, f"could not read HPAs: {exc}") for a in freezes[:1]]
+    held_back: dict[int, str] = {}
+    try:
+        keda = plan_scaled_objects(plan.actions, observe.scaled_objects(kube))
+    except ApiError as exc:  # restoring while a ScaledObject might hold the workload at 0 could lose its count
+        keda = plan_scaled_objects([], [])
+        held_back = {id(a): f"not restored: the KEDA ScaledObjects could not be read ({exc})"
+                     for a in plan.actions if a.verb is Verb.RESTORE}
+    plan.problems += keda.problems
+    resumed = _apply_autoscaler_actions(applier, keda.resumes)
+    held_back |= {id(t): f"not restored: its ScaledObject {r.action.workload.name} could not be resumed ({r.message})"
+                  for r, (_, t) in zip(resumed, keda.resumes, strict=True) if r.outcome == "failed"}
+    actions = [a for a in plan.actions if id(a) not in held_back]
+    applied = applier.apply(actions)
+    done = {id(a) for a, r in zip(actions, applied, strict=True) if r.outcome in ("applied", "dry-run")}
+    held = [ActionResult(a, "failed", held_back[id(a)]) for a in plan.actions if id(a) in held_back]
+    paused = _apply_autoscaler_actions(applier, [(a, t) for a, t in keda.pauses if id(t) in done])
+    return resumed + applied + held + paused
+
+
+def _apply_autoscaler_actions(applier: Applier, pairs: list[tuple[Action, Action]]) -> list[ActionResult]:
+    def replan_for(trigger: Action) -> Replan:
+        return lambda fresh: scaled_object_action(scaled_object(fresh), trigger)
+    return applier.apply([a for a, _ in pairs], [replan_for(t) for _, t in pairs])
+
+
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
     report = RunReport(started=now, dry_run=settings.dry_run)
@@ -278,21 +182,22 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         clock = time.perf_counter()
 
     try:
-        _preflight(kube, settings)
-        policies = _observe_policies(kube, settings)
+        policies = observe.policies(kube, settings)
+        kinds = observe.discover(kube, settings, policies)
+        policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
+        observe.preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
         try:
-            namespaces = [namespace_from_api(o)
-                          for o in kube.list_all(version="v1", plural="namespaces", metadata_only=True)]
-            workloads = _observe_workloads(kube, kinds_in_use(policies))
+            namespaces = observe.namespaces(kube)
+            workloads = observe.workloads(kube, observe.Kinds(list(kinds.handlers.values()), kinds_in_use(policies)))
         except ApiError as exc:
-            raise _startup_error(kube, exc) from None
+            raise observe.startup_error(kube, exc) from None
         phase("observe")
         plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
-        applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
-                           selection=plan.selection)
-        report.results = applier.apply(plan.actions)
+        applier = Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
+                          selection=plan.selection)
+        report.results = _apply(kube, applier, plan)
         phase("apply")
         try:
             pods = _count_live_pods(kube, plan.held_by)

@@ -11,7 +11,6 @@ from typing import IO, Any
 from job.plan import Verb
 from job.reconcile import RunReport
 from job.status import PolicyOutcome
-from job.workloads import HANDLERS
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
@@ -94,7 +93,7 @@ def plan_table(report: RunReport) -> str:
     """The dry-run view, kubectl-style: why each namespace is held or kept, then what would change and why."""
     rows: list[tuple[str, ...]] = [("NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION", "POLICY", "WHY")]
     for r in sorted(report.results, key=lambda r: r.action.workload.key):
-        w, handler = r.action.workload, HANDLERS[r.action.workload.kind]
+        w, handler = r.action.workload, r.action.workload.handling
         rows.append((w.namespace, w.kind.value, w.name, f"{handler.describe(w.size)} -> "
                      f"{handler.describe(r.action.after)}", r.action.verb.value, r.action.policy, r.action.reason))
     namespaces = namespace_table(report)

@@ -42,10 +42,11 @@ class Verdict:
     keepers: tuple[str, ...] = ()
     untouchable: bool = False
 
-    def holder_for(self, kind: Kind) -> Policy | None:
+    def holder_for(self, kinds: frozenset[Kind]) -> Policy | None:
+        """The first holder selecting any of `kinds` (a CronJob's Job is held by a policy selecting CronJob)."""
         if self.keepers or self.untouchable:
             return None
-        return next((p for p in self.holders if kind in p.kinds), None)
+        return next((p for p in self.holders if kinds & p.kinds), None)
 
 
 @dataclass

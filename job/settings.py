@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from job.workloads import Kind
+from job.kinds import Kind
 
 LogFormat = Literal["text", "json"]
 Output = Literal["text", "json"]
@@ -61,7 +61,8 @@ class Settings(BaseSettings):
                                                      "status and no Events are written")
     default_kinds: Annotated[list[Kind], NoDecode] = Field(
         default=[Kind.DEPLOYMENT, Kind.STATEFULSET],
-        description="kinds frozen by a policy whose spec.kinds is empty (Deployment, StatefulSet, CronJob)")
+        description="kinds frozen by a policy whose spec.kinds is empty (Deployment, StatefulSet, CronJob, Job, "
+                    "ReplicaSet, ReplicationController, or <Kind>.<group> of a kind with a /scale subresource)")
     protected_namespaces: Annotated[list[str], NoDecode] = Field(
         default=["kube-system"], description="namespaces nsscaler never touches, whatever a policy says")
     own_namespace: str | None = Field(

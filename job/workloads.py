@@ -1,37 +1,38 @@
 """What nsscaler knows about a workload, and the record it leaves on the ones it freezes.
 
-Each kind sits behind one small interface (is it running, the patch that freezes it, the patch that
-restores it), so the planner never branches on kind. The annotation and label keys are owned here.
+Each kind sits behind one small interface (`job.kinds`: is it running, the patch that freezes it, the
+patch that restores it), so the planner never branches on kind. The annotation and label keys are owned
+here (the two record keys by `job.kinds`, re-exported).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import enum
-import re
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
 from job.activity import Change, last_user_change, parse_time
+from job.kinds import (
+    ANNOTATION_ORIGINAL_REPLICAS,
+    ANNOTATION_ORIGINAL_SUSPEND,
+    BUILTIN,
+    Kind,
+    KindHandler,
+    MalformedRecord,
+    selecting_kinds,
+)
 
-ANNOTATION_ORIGINAL_REPLICAS = "nsscaler.wubw.fun/original-replicas"
-ANNOTATION_ORIGINAL_SUSPEND = "nsscaler.wubw.fun/original-suspend"
 ANNOTATION_SCALED_BY = "nsscaler.wubw.fun/scaled-by"
 ANNOTATION_EXCLUDE = "nsscaler.wubw.fun/exclude"
 LABEL_SCALED = "nsscaler.wubw.fun/scaled"
 SCALED_SELECTOR = f"{LABEL_SCALED}=true"
 
-_WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")
+#: the built-in handlers, by kind (custom kinds get theirs per run: `job.kinds.resolve`)
+HANDLERS = BUILTIN
 
-
-class Kind(enum.StrEnum):
-    DEPLOYMENT = "Deployment"
-    STATEFULSET = "StatefulSet"
-    CRONJOB = "CronJob"
-
-
-class MalformedRecord(ValueError):
-    """A workload carries our record but its value cannot be restored (someone edited it)."""
+__all__ = ["ANNOTATION_EXCLUDE", "ANNOTATION_ORIGINAL_REPLICAS", "ANNOTATION_ORIGINAL_SUSPEND",
+           "ANNOTATION_SCALED_BY", "HANDLERS", "LABEL_SCALED", "SCALED_SELECTOR", "Kind", "KindHandler",
+           "MalformedRecord", "Namespace", "Workload", "adopt_patch", "freeze_patch", "from_api", "restore_patch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +44,13 @@ class Namespace:
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """A slim, immutable view of a Deployment, StatefulSet or CronJob: only what the decisions need.
+    """A slim, immutable view of one workload: only what the decisions need.
 
-    `size` is replicas for scalable kinds, and 1 (running) or 0 (suspended) for a CronJob.
-    `original` is the raw recorded value (None when nsscaler holds no record), kept raw so that a
-    malformed record is reported instead of being silently reinterpreted.
+    `size` is replicas for scalable kinds, and 1 (running) or 0 (suspended or finished) for CronJobs
+    and Jobs. `original` is the raw recorded value (None when nsscaler holds no record), kept raw so
+    that a malformed record is reported instead of being silently reinterpreted. `controller` is the
+    kind of its controller owner, if any (a Deployment's ReplicaSet, a CronJob's Job). `handler` is
+    the kind's handler for this run (a built-in one when not given).
     """
 
     kind: Kind
@@ -60,125 +63,68 @@ class Workload:
     excluded: bool = False
     uid: str = ""
     last_user_change: Change | None = None  # for keep_recent: see job.activity
+    controller: str | None = None
+    handler: KindHandler | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.kind.value, self.namespace, self.name)
 
     @property
+    def handling(self) -> KindHandler:
+        return self.handler or BUILTIN[self.kind]
+
+    @property
     def has_record(self) -> bool:
         return self.original is not None
+
+    @property
+    def selecting_kinds(self) -> frozenset[Kind]:
+        """The kinds whose selection by a policy freezes this workload."""
+        return selecting_kinds(self.handling, self.controller)
+
+    @property
+    def frozen_with_its_owner(self) -> bool:
+        """True when its controller owner is the one to freeze (a Deployment's ReplicaSet), never itself."""
+        return self.controller is not None and not self.handling.freezes_controlled
 
     def record_is_valid(self) -> bool:
         if self.original is None:
             return False
         try:
-            HANDLERS[self.kind].restored_spec(self.original)
+            self.handling.restored_body(self.original)
         except MalformedRecord:
             return False
         return True
 
     @property
     def ref(self) -> str:
-        return f"{self.kind.value.lower()}/{self.name} in {self.namespace}"
+        return f"{self.kind.short.lower()}/{self.name} in {self.namespace}"
 
 
-class KindHandler(Protocol):
-    kind: Kind
-    api_version: str
-    plural: str
-    record_key: str
-
-    def size_of(self, spec: dict[str, Any]) -> int: ...
-    def frozen_spec(self) -> dict[str, Any]: ...
-    def original_value(self, size: int) -> str: ...
-    def restored_spec(self, original: str) -> dict[str, Any]: ...
-    def restored_size(self, original: str) -> int: ...
-    def describe(self, size: int) -> str: ...
+def _controller(meta: dict[str, Any]) -> str | None:
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+    return str(owner.get("kind")) if owner else None
 
 
-class _Scalable:
-    """Deployments and StatefulSets: frozen means `spec.replicas: 0`."""
-
-    record_key = ANNOTATION_ORIGINAL_REPLICAS
-
-    def __init__(self, kind: Kind, plural: str) -> None:
-        self.kind, self.plural, self.api_version = kind, plural, "apps/v1"
-
-    def size_of(self, spec: dict[str, Any]) -> int:
-        replicas = spec.get("replicas")
-        return 1 if replicas is None else int(replicas)  # the API server defaults an unset count to 1
-
-    def frozen_spec(self) -> dict[str, Any]:
-        return {"replicas": 0}
-
-    def original_value(self, size: int) -> str:
-        return str(size)
-
-    def restored_spec(self, original: str) -> dict[str, Any]:
-        if not _WHOLE_NUMBER.fullmatch(original):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_REPLICAS}={original!r} is not a whole number")
-        return {"replicas": int(original)}
-
-    def restored_size(self, original: str) -> int:
-        return int(self.restored_spec(original)["replicas"])
-
-    def describe(self, size: int) -> str:
-        return str(size)
-
-
-class _CronJob:
-    """CronJobs: frozen means `spec.suspend: true`; the record keeps the previous suspend flag."""
-
-    kind = Kind.CRONJOB
-    api_version = "batch/v1"
-    plural = "cronjobs"
-    record_key = ANNOTATION_ORIGINAL_SUSPEND
-
-    def size_of(self, spec: dict[str, Any]) -> int:
-        return 0 if spec.get("suspend") else 1
-
-    def frozen_spec(self) -> dict[str, Any]:
-        return {"suspend": True}
-
-    def original_value(self, size: int) -> str:
-        return "false" if size else "true"
-
-    def restored_spec(self, original: str) -> dict[str, Any]:
-        if original not in ("true", "false"):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_SUSPEND}={original!r} is neither true nor false")
-        return {"suspend": original == "true"}
-
-    def restored_size(self, original: str) -> int:
-        return 0 if self.restored_spec(original)["suspend"] else 1
-
-    def describe(self, size: int) -> str:
-        return "active" if size else "suspended"
-
-
-HANDLERS: dict[Kind, KindHandler] = {
-    Kind.DEPLOYMENT: _Scalable(Kind.DEPLOYMENT, "deployments"),
-    Kind.STATEFULSET: _Scalable(Kind.STATEFULSET, "statefulsets"),
-    Kind.CRONJOB: _CronJob(),
-}
-
-
-def from_api(kind: Kind, obj: dict[str, Any]) -> Workload:
+def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
     """Reduce one API object to a Workload right away, so a large LIST never stays in memory whole."""
-    handler = HANDLERS[kind]
+    handler = BUILTIN[kind] if isinstance(kind, str) else kind
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     return Workload(
-        kind=kind,
+        kind=handler.kind,
         namespace=meta["namespace"],
         name=meta["name"],
         resource_version=meta.get("resourceVersion", ""),
-        size=handler.size_of(obj.get("spec") or {}),
+        size=handler.size_of(obj),
         original=annotations.get(handler.record_key),
         scaled_by=annotations.get(ANNOTATION_SCALED_BY),
         excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
         uid=meta.get("uid", ""),
         last_user_change=last_user_change(meta),
+        controller=_controller(meta),
+        handler=None if handler.kind in BUILTIN else handler,
     )
 
 
@@ -188,19 +134,25 @@ def namespace_from_api(obj: dict[str, Any]) -> Namespace:
                      created=parse_time(meta.get("creationTimestamp")))
 
 
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
     """Size to zero and the record, in one merge patch. An existing record is never overwritten:
     a workload scaled up by hand during a freeze keeps its pre-freeze count."""
-    handler = HANDLERS[workload.kind]
+    handler = workload.handling
     original = workload.original if workload.has_record else handler.original_value(workload.size)
-    return {
+    return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,
             "annotations": {handler.record_key: original, ANNOTATION_SCALED_BY: policy},
             "labels": {LABEL_SCALED: "true"},
         },
-        "spec": handler.frozen_spec(),
-    }
+    }, handler.frozen_body())
 
 
 def adopt_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
@@ -211,13 +163,12 @@ def adopt_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
 
 def restore_patch(workload: Workload) -> dict[str, Any]:
     """The recorded size back and the record removed, in one merge patch. Raises MalformedRecord."""
-    handler = HANDLERS[workload.kind]
+    handler = workload.handling
     assert workload.original is not None
-    return {
+    return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,
             "annotations": {handler.record_key: None, ANNOTATION_SCALED_BY: None},
             "labels": {LABEL_SCALED: None},
         },
-        "spec": handler.restored_spec(workload.original),
-    }
+    }, handler.restored_body(workload.original))

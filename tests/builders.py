@@ -26,6 +26,13 @@ _PATHS = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "CronJob": ("/apis/batch/v1", "cronjobs", True),
     "Job": ("/apis/batch/v1", "jobs", True),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
+    "ReplicationController": ("/api/v1", "replicationcontrollers", True),
+    "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers", True),
+    "ScaledObject": ("/apis/keda.sh/v1alpha1", "scaledobjects", True),
+    "Pool": ("/apis/test.nsscaler.io/v1", "pools", True),
+    "Fleet": ("/apis/test.nsscaler.io/v1", "fleets", True),
+    "Plain": ("/apis/test.nsscaler.io/v1", "plains", True),
     "NSScaler": (f"/apis/{NSSCALER_VERSION}", "nsscalers", False),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
@@ -61,6 +68,52 @@ def cronjob(ns: str, name: str, *, suspend: bool = False) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name, "namespace": ns},
             "spec": {"schedule": "0 3 * * *", "suspend": suspend,
                      "jobTemplate": {"spec": {"template": template}}}}
+
+
+def job(ns: str, name: str, *, parallelism: int = 1, owner: dict[str, Any] | None = None,
+        **spec: Any) -> dict[str, Any]:
+    """A Job; `owner` (an object as read back) makes it that object's controlled Job, as a CronJob's are."""
+    template = _pod_template(name)
+    template["metadata"]["labels"] = {"job": name}
+    template["spec"]["restartPolicy"] = "Never"
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "controller": True,
+                                    "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"parallelism": parallelism, "completions": parallelism * 2, "template": template, **spec}}
+
+
+def replicaset(ns: str, name: str, replicas: int, *, kind: str = "ReplicaSet") -> dict[str, Any]:
+    """A standalone ReplicaSet, or (kind="ReplicationController") its older sibling."""
+    if kind == "ReplicationController":
+        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": replicas, "selector": {"app": name}, "template": _pod_template(name)}}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": _pod_template(name)}}
+
+
+def hpa(ns: str, name: str, target: str, *, min_replicas: int, max_replicas: int = 5) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                     "minReplicas": min_replicas, "maxReplicas": max_replicas,
+                     "metrics": [{"type": "Resource", "resource": {
+                         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}}
+
+
+def scaled_object(ns: str, name: str, target: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
+            "spec": {"scaleTargetRef": {"name": target},
+                     "triggers": [{"type": "cron", "metadata": {"timezone": "UTC", "start": "0 8 * * *",
+                                                                 "end": "0 18 * * *", "desiredReplicas": "3"}}]}}
+
+
+def custom(kind: str, ns: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """An object of one of the test CRDs (tests/crds.py)."""
+    return {"apiVersion": "test.nsscaler.io/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
 
 
 def nsscaler(name: str, prefix: str, active: list[str], **extra: Any) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from tests.cluster import build, pki
 #: them, CronJobs really create Jobs, namespace deletion really finishes, ServiceAccounts really exist.
 DEFAULT_CONTROLLERS = (
     "deployment", "replicaset", "statefulset", "job", "cronjob", "namespace", "garbagecollector",
-    "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher",
+    "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher", "horizontalpodautoscaling",
+    "clusterrole-aggregation",
 )
 #: For the benchmark: thousands of Deployments without thousands of Pods.
 BENCH_CONTROLLERS = ("namespace", "garbagecollector", "serviceaccount", "serviceaccount-token",

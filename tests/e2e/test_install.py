@@ -16,7 +16,7 @@ import yaml
 
 from job.reconcile import required_access
 from job.settings import Settings
-from tests import builders
+from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import ROOT, kubectl, make_family
 
@@ -139,6 +139,43 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeco
            "subjects": [{"kind": "ServiceAccount", "name": "nsscaler", "namespace": NAMESPACE}]}
     assert http.post(f"{server}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=crb,
                      timeout=10).status_code == 403
+
+
+def test_a_custom_kind_is_refused_until_its_aggregated_cluster_role_is_applied(control_plane, api, sa_kubeconfig,
+                                                                              prefix):
+    explain = kubectl_run(control_plane.admin_kubeconfig, "explain", "nsscaler.spec.kinds").stdout
+    assert "<Kind>.<group>" in explain and "Rollout.argoproj.io" in explain and "ReplicationController" in explain
+    crds.install(api, crds.TEST_KINDS)
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Fleet", ns, "fleet", {"replicas": 2}))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Fleet.test.nsscaler.io"]))
+    refused = run_as_cronjob(sa_kubeconfig)
+    assert refused.returncode == 2, refused.stderr
+    message = json.loads(refused.stderr.splitlines()[-1])["message"]
+    assert "kind Fleet.test.nsscaler.io" in message and "nsscaler.wubw.fun/aggregate-to-nsscaler=true" in message
+    for verb in ("list", "get", "patch"):
+        assert f"{verb} fleets.test.nsscaler.io" in message
+    assert api.get("Fleet", "fleet", ns)["spec"]["replicas"] == 2
+
+    # what the README says to do: one small labelled ClusterRole, shaped like the shipped Argo Rollouts sample
+    role = yaml.safe_load((ROOT / "kustomize/samples/rbac-argo-rollouts.yaml").read_text())
+    assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
+    role["metadata"]["name"] = f"{prefix}fleets"
+    role["rules"] = [{"apiGroups": ["test.nsscaler.io"], "resources": ["fleets"], "verbs": ["list", "get", "patch"]}]
+    api.create(role)
+    try:
+        wait_until(lambda: any("fleets" in r.get("resources", []) for r in api.get("ClusterRole", "nsscaler")["rules"]),
+                   what="the aggregation controller to fold the rule into the nsscaler ClusterRole")
+        result = run_as_cronjob(sa_kubeconfig)
+        assert result.returncode == 0, result.stderr
+        assert api.get("Fleet", "fleet", ns)["spec"]["replicas"] == 0
+        api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1"]}})
+        assert run_as_cronjob(sa_kubeconfig).returncode == 0
+        assert api.get("Fleet", "fleet", ns)["spec"]["replicas"] == 2
+    finally:
+        api.delete("NSScaler", f"{prefix}p")
+        api.delete("ClusterRole", f"{prefix}fleets")
 
 
 def test_run_now_creates_a_job_whose_pod_restricted_pod_security_admits(control_plane, api, installed):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from job.kinds import ReplicasHandler
 from job.plan import make_plan
 from job.workloads import (
     ANNOTATION_ORIGINAL_REPLICAS,
@@ -101,6 +102,39 @@ def verbs(plan):
             [workload("shop-v1", "dep", size=0, original="3", scaled_by="p")],
             [("restore", "shop-v1", "dep")],
             id="kind-no-longer-selected-is-restored",
+        ),
+        pytest.param(
+            [policy("p", "shop-", kinds=["ReplicaSet", "Deployment"])],
+            [workload("shop-v1", "solo", 2, kind=Kind.REPLICASET),
+             workload("shop-v1", "web-5d8f", 2, kind=Kind.REPLICASET, controller="Deployment")],
+            [("freeze", "shop-v1", "solo")],
+            id="a-deployments-replicaset-is-never-frozen-on-its-own",
+        ),
+        pytest.param(
+            [policy("p", "shop-", kinds=["ReplicationController"])],
+            [workload("shop-v1", "rc", 1, kind=Kind.REPLICATIONCONTROLLER)],
+            [("freeze", "shop-v1", "rc")],
+            id="standalone-replicationcontroller-is-frozen",
+        ),
+        pytest.param(
+            [policy("p", "shop-", kinds=["CronJob"])],
+            [workload("shop-v1", "nightly-29", 1, kind=Kind.JOB, controller="CronJob"),
+             workload("shop-v1", "oneoff", 1, kind=Kind.JOB)],
+            [("freeze", "shop-v1", "nightly-29")],
+            id="cronjob-policy-suspends-the-running-jobs-of-its-cronjobs",
+        ),
+        pytest.param(
+            [policy("p", "shop-", kinds=["Job"])],
+            [workload("shop-v1", "nightly-29", 1, kind=Kind.JOB, controller="CronJob"),
+             workload("shop-v1", "oneoff", 1, kind=Kind.JOB), workload("shop-v1", "done", 0, kind=Kind.JOB)],
+            [("freeze", "shop-v1", "nightly-29"), ("freeze", "shop-v1", "oneoff")],
+            id="job-policy-suspends-running-jobs-whoever-owns-them-and-skips-finished-ones",
+        ),
+        pytest.param(
+            [policy("p", "shop-", ["v1"], kinds=["ReplicaSet"])],
+            [workload("shop-v1", "rs", 0, kind=Kind.REPLICASET, controller="Deployment", original="2", scaled_by="p")],
+            [],
+            id="a-record-a-deployment-copied-onto-its-replicaset-is-ignored",
         ),
     ],
 )
@@ -244,3 +278,30 @@ def test_idempotent_after_apply_and_freeze_restore_is_identity():
     assert make_plan([p], namespaces=FAMILY, workloads=frozen, settings=settings()).actions == []
     restored = apply_plan(make_plan([], namespaces=FAMILY, workloads=frozen, settings=settings()), frozen)
     assert {w.key: (w.size, w.original) for w in restored} == {w.key: (w.size, None) for w in start}
+
+
+def test_job_is_suspended_and_resumed():
+    p = policy("p", "shop-", kinds=["Job"])
+    (freeze,) = make_plan([p], namespaces=FAMILY, workloads=[workload("shop-v1", kind=Kind.JOB, size=1)],
+                          settings=settings()).actions
+    assert freeze.patch["spec"] == {"suspend": True}
+    assert freeze.patch["metadata"]["annotations"][ANNOTATION_ORIGINAL_SUSPEND] == "false"
+    (restore,) = make_plan([], namespaces=FAMILY, workloads=[
+        workload("shop-v1", kind=Kind.JOB, size=0, original="false", scaled_by="p")], settings=settings()).actions
+    assert restore.patch["spec"] == {"suspend": False} and restore.after == 1
+
+
+def test_custom_kind_with_nested_replica_path_is_frozen_with_its_record_in_one_patch():
+    workers = ReplicasHandler(Kind("Pool.test.nsscaler.io"), "test.nsscaler.io", "v1", "pools",
+                              path=("spec", "workers", "count"))
+    p = policy("p", "shop-", kinds=["Pool.test.nsscaler.io"])
+    (freeze,) = make_plan([p], namespaces=FAMILY, workloads=[workload("shop-v1", size=4, handler=workers, rv="9")],
+                          settings=settings()).actions
+    assert freeze.patch == {
+        "metadata": {"resourceVersion": "9", "labels": {LABEL_SCALED: "true"},
+                     "annotations": {ANNOTATION_ORIGINAL_REPLICAS: "4", ANNOTATION_SCALED_BY: "p"}},
+        "spec": {"workers": {"count": 0}},
+    }
+    (restore,) = make_plan([], namespaces=FAMILY, workloads=[
+        workload("shop-v1", size=0, handler=workers, original="4", scaled_by="p")], settings=settings()).actions
+    assert restore.patch["spec"] == {"workers": {"count": 4}}

@@ -8,9 +8,13 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
+from job.kinds import BUILTIN, Kind, ReplicasHandler
 from job.plan import make_plan
-from job.workloads import Kind
 from tests.unit.factories import apply_plan, namespaces, policy, settings, workload
+
+#: a scalable custom resource whose replica field is nested, as discovery would build it
+WORKERS = ReplicasHandler(Kind("Worker.example.com"), "example.com", "v1", "workers", path=("spec", "workers", "count"))
+HANDLERS = [*BUILTIN.values(), WORKERS]
 
 SUFFIXES = ["v1", "v2", "v3", "v4"]
 NAMESPACES = [f"shop-{s}" for s in SUFFIXES] + ["kube-system", "other-a", "other-v1"]
@@ -26,7 +30,9 @@ policies_st = st.lists(
         st.lists(st.sampled_from([*SUFFIXES, "system", "a"]), unique=True, max_size=3),
         st.booleans(),
         st.booleans(),
-        st.sampled_from([None, ["Deployment"], ["CronJob", "StatefulSet"], ["Deployment", "StatefulSet", "CronJob"]]),
+        st.sampled_from([None, ["Deployment"], ["CronJob", "StatefulSet"], ["Deployment", "StatefulSet", "CronJob"],
+                         ["Job"], ["ReplicaSet", "ReplicationController", "Worker.example.com"],
+                         ["CronJob", "Job", "Deployment", "Worker.example.com"]]),
     ),
     max_size=3,
     unique_by=lambda p: p.name,
@@ -34,14 +40,16 @@ policies_st = st.lists(
 
 workloads_st = st.lists(
     st.builds(
-        lambda ns, i, size, kind, excluded: workload(
-            ns, f"w{i}", min(size, 1) if kind is Kind.CRONJOB else size, kind=kind, excluded=excluded
+        lambda ns, i, size, handler, excluded, controller: workload(
+            ns, f"w{i}", size if isinstance(handler, ReplicasHandler) else min(size, 1), handler=handler,
+            excluded=excluded, controller=controller,
         ),
         st.sampled_from(NAMESPACES),
         st.integers(0, 50),
         st.integers(0, 9),
-        st.sampled_from(list(Kind)),
+        st.sampled_from(HANDLERS),
         st.booleans(),
+        st.sampled_from([None, None, "Deployment", "CronJob"]),  # the kind of a controller owner
     ),
     max_size=25,
     unique_by=lambda w: w.key,
@@ -64,6 +72,9 @@ def test_never_touches_what_it_must_not(policies, workloads, protected):
         if action.verb.value == "freeze":
             holder = next(p for p in policies if p.name == action.policy)
             assert holder.in_scope(w.namespace)
+            # an object with a controller owner is frozen through its owner, a Job alone excepted
+            assert w.controller is None or w.kind == Kind.JOB
+            assert w.kind in holder.kinds or (w.controller in holder.kinds and w.kind == Kind.JOB)
             assert not any(p.lists_active(w.namespace) for p in policies if not p.spec.suspend)
 
 
@@ -83,7 +94,7 @@ def test_freeze_then_restore_is_identity_even_with_manual_scale_ups(policies, wo
     frozen = apply_plan(make_plan(policies, namespaces=nss, workloads=workloads, settings=settings()), workloads)
     # users scale some frozen workloads up by hand; the next run freezes them again
     touched = [
-        dataclasses.replace(w, size=n) if w.has_record and w.kind is not Kind.CRONJOB and n else w
+        dataclasses.replace(w, size=n) if w.has_record and isinstance(w.handling, ReplicasHandler) and n else w
         for w, n in zip(frozen, scale_ups + [0] * len(frozen), strict=False)
     ]
     refrozen = apply_plan(make_plan(policies, namespaces=nss, workloads=touched, settings=settings()), touched)

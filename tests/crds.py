@@ -1,0 +1,47 @@
+"""CustomResourceDefinitions the tests install: two scalable test kinds, one without /scale, and KEDA's
+ScaledObject (only its shape: no KEDA controller runs, nsscaler only writes its annotations).
+
+- `Pool.test.nsscaler.io`: /scale with a nested replica field, `.spec.workers.count`
+- `Fleet.test.nsscaler.io`: /scale with `.spec.replicas`
+- `Plain.test.nsscaler.io`: no /scale subresource (a policy naming it is InvalidSpec)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import AdminApi, wait_until
+
+GROUP = "test.nsscaler.io"
+KEDA_CRD = "scaledobjects.keda.sh"
+_OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _crd(group: str, kind: str, plural: str, version: str, *, replicas_path: str | None) -> dict[str, Any]:
+    served: dict[str, Any] = {"name": version, "served": True, "storage": True,
+                              "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                  "spec": _OPEN, "status": _OPEN}}}}
+    if replicas_path:
+        served["subresources"] = {"status": {}, "scale": {"specReplicasPath": replicas_path,
+                                                          "statusReplicasPath": ".status.replicas"}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced", "versions": [served],
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"}}}
+
+
+TEST_KINDS = [
+    _crd(GROUP, "Pool", "pools", "v1", replicas_path=".spec.workers.count"),
+    _crd(GROUP, "Fleet", "fleets", "v1", replicas_path=".spec.replicas"),
+    _crd(GROUP, "Plain", "plains", "v1", replicas_path=None),
+]
+SCALED_OBJECT = _crd("keda.sh", "ScaledObject", "scaledobjects", "v1alpha1", replicas_path=None)
+
+
+def install(api: AdminApi, crds: list[dict[str, Any]]) -> None:
+    """Create the CRDs that are not there yet and wait until the API server serves them."""
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        if not api.exists("CustomResourceDefinition", name):
+            api.create(crd)
+        wait_until(lambda name=name: api.crd_established(name), timeout=30, what=f"CRD {name}")

@@ -1,0 +1,174 @@
+"""Kinds from discovery, policies naming kinds, Job states, and the autoscaler decisions, as tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from job import policy as policy_api
+from job.autoscalers import (
+    ANNOTATION_KEDA_PAUSED,
+    ANNOTATION_ORIGINAL_PAUSED,
+    hpa_problems,
+    plan_scaled_objects,
+    scaled_object,
+)
+from job.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
+from job.observe import required_access
+from job.plan import Verb, make_plan
+from job.workloads import ANNOTATION_SCALED_BY, LABEL_SCALED, from_api
+from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload
+
+
+def crd(kind: str, group: str, *, path: str | None = ".spec.replicas", scope: str = "Namespaced",
+        plural: str = "things") -> dict[str, Any]:
+    version: dict[str, Any] = {"name": "v1", "served": True, "storage": True}
+    if path is not None:
+        version["subresources"] = {"scale": {"specReplicasPath": path, "statusReplicasPath": ".status.replicas"}}
+    return {"spec": {"group": group, "scope": scope, "names": {"kind": kind, "plural": plural},
+                     "versions": [{"name": "v0", "served": False, "storage": False}, version]}}
+
+
+@pytest.mark.parametrize(("crds", "kind", "path", "problem"), [
+    pytest.param([crd("Pool", "x.io", path=".spec.workers.count")], "Pool.x.io", ("spec", "workers", "count"), None,
+                 id="nested-replica-path"),
+    pytest.param([crd("Pool", "x.io")], "Pool.x.io", ("spec", "replicas"), None, id="spec-replicas"),
+    pytest.param([crd("Pool", "x.io", path=None)], "Pool.x.io", None, "has no /scale subresource", id="no-scale"),
+    pytest.param([crd("Pool", "x.io", scope="Cluster")], "Pool.x.io", None, "cluster-scoped", id="cluster-scoped"),
+    pytest.param([crd("Pool", "y.io")], "Pool.x.io", None, "not served by this cluster", id="other-group"),
+    pytest.param([], "Rollout.argoproj.io", None, "not served by this cluster", id="absent"),
+    pytest.param([], "Deployment.apps", None, "is built in: write it as Deployment", id="built-in-with-group"),
+])
+def test_custom_kinds_resolve_from_their_crd(crds, kind, path, problem):
+    found = resolve([Kind(kind), Kind.DEPLOYMENT], crds)
+    assert Kind.DEPLOYMENT in found.handlers and Kind.JOB in found.handlers
+    if problem:
+        assert kind in found.unknown[Kind(kind)] and problem in found.unknown[Kind(kind)]
+        assert Kind(kind) not in found.handlers
+    else:
+        handler = found.handlers[Kind(kind)]
+        assert (handler.group, handler.version, handler.plural, getattr(handler, "path", None)) == (
+            "x.io", "v1", "things", path)
+
+
+@pytest.mark.parametrize(("kinds", "ok"), [
+    pytest.param(["Job", "ReplicaSet", "ReplicationController", "CronJob"], True, id="built-ins"),
+    pytest.param(["Rollout.argoproj.io"], True, id="kind-dot-group"),
+    pytest.param(["Pod"], False, id="bare-unknown-kind"),
+    pytest.param(["deployment"], False, id="lower-case"),
+    pytest.param(["Rollout.Argoproj.io"], False, id="upper-case-group"),
+])
+def test_spec_kinds_accepts_built_ins_and_kind_dot_group(kinds, ok):
+    parsed = policy_api.parse({"metadata": {"name": "p"}, "spec": {"scope_prefix": "a-", "kinds": kinds}},
+                              default_kinds=DEFAULT_KINDS)
+    assert isinstance(parsed, policy_api.Policy) is ok, parsed
+    if not ok:
+        assert "spec.kinds" in parsed.message and "<Kind>.<group>" in parsed.message  # type: ignore[union-attr]
+
+
+def test_the_crd_accepts_exactly_what_the_job_accepts():
+    root = Path(__file__).resolve().parents[2]
+    crd_doc = yaml.safe_load((root / "kustomize/base/crd.yaml").read_text())
+    kinds = crd_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["kinds"]
+    assert kinds["items"]["pattern"] == KIND_PATTERN
+    assert all(name in kinds["description"] for name in BUILTIN_NAMES) and "<Kind>.<group>" in kinds["description"]
+    assert set(BUILTIN_NAMES) == set(BUILTIN)
+
+
+def test_a_policy_naming_an_unknown_kind_is_invalid_and_the_others_stay():
+    good, bad = policy("good", "a-"), policy("bad", "a-", kinds=["Deployment", "Rollout.argoproj.io"])
+    out = policy_api.without_unknown_kinds([good, bad], resolve([Kind("Rollout.argoproj.io")], []).unknown)
+    assert out[0] is good
+    assert isinstance(out[1], policy_api.InvalidPolicy) and "Rollout.argoproj.io" in out[1].message
+
+
+@pytest.mark.parametrize(("status", "spec", "running"), [
+    pytest.param({}, {}, True, id="running"),
+    pytest.param({}, {"suspend": True}, False, id="suspended"),
+    pytest.param({"conditions": [{"type": "Complete", "status": "True"}]}, {}, False, id="complete"),
+    pytest.param({"conditions": [{"type": "Failed", "status": "True"}]}, {}, False, id="failed"),
+    pytest.param({"conditions": [{"type": "Failed", "status": "False"}]}, {}, True, id="not-failed"),
+])
+def test_only_a_running_job_counts_as_running(status, spec, running):
+    job = {"metadata": {"namespace": "n", "name": "j"}, "spec": spec, "status": status}
+    assert from_api(Kind.JOB, job).size == int(running)
+
+
+def test_controller_owner_is_read_from_owner_references():
+    rs = {"metadata": {"namespace": "n", "name": "web-1", "ownerReferences": [
+        {"kind": "Other", "controller": False}, {"kind": "Deployment", "controller": True}]}, "spec": {"replicas": 2}}
+    assert from_api(BUILTIN[Kind.REPLICASET], rs).controller == "Deployment"
+
+
+def so(name: str, target: str, annotations: dict[str, str] | None = None, kind: str | None = None) -> Any:
+    ref = {"name": target, **({"kind": kind} if kind else {})}
+    return scaled_object({"metadata": {"namespace": "shop-v1", "name": name, "resourceVersion": "5",
+                                       "annotations": annotations or {}}, "spec": {"scaleTargetRef": ref}})
+
+
+FAMILY = namespaces("shop-v1", "shop-v2")
+
+
+@pytest.mark.parametrize(("before", "record"), [
+    pytest.param({}, "null", id="no-annotation-before"),
+    pytest.param({ANNOTATION_KEDA_PAUSED: "2"}, '"2"', id="paused-at-2-before"),
+])
+def test_scaled_object_of_a_frozen_workload_is_paused_and_resumed_exactly(before, record):
+    freeze = make_plan([policy("p", "shop-")], namespaces=FAMILY, workloads=[workload("shop-v1", "web", 3)],
+                       settings=settings()).actions
+    keda = plan_scaled_objects(freeze, [so("web-so", "web", before), so("other", "api"),
+                                        so("sts", "web", kind="StatefulSet")])
+    assert keda.resumes == [] and len(keda.pauses) == 1
+    pause, trigger = keda.pauses[0]
+    assert pause.verb is Verb.PAUSE and trigger is freeze[0] and pause.workload.name == "web-so"
+    assert pause.patch["metadata"]["annotations"] == {ANNOTATION_KEDA_PAUSED: "0", ANNOTATION_ORIGINAL_PAUSED: record,
+                                                      ANNOTATION_SCALED_BY: "p"}
+    paused = {**before, **{k: v for k, v in pause.patch["metadata"]["annotations"].items()}}
+    restore = make_plan([], namespaces=FAMILY, workloads=[
+        workload("shop-v1", "web", 0, original="3", scaled_by="p")], settings=settings()).actions
+    keda = plan_scaled_objects(restore, [so("web-so", "web", paused)])
+    ((resume, _),) = keda.resumes
+    assert resume.verb is Verb.RESUME
+    after = {**paused, **resume.patch["metadata"]["annotations"]}
+    assert {k: v for k, v in after.items() if v is not None} == before
+    assert resume.patch["metadata"]["labels"] == {LABEL_SCALED: None}
+
+
+def test_scaled_object_already_paused_by_us_is_left_alone_and_a_broken_record_is_reported():
+    freeze = make_plan([policy("p", "shop-")], namespaces=FAMILY, workloads=[workload("shop-v1", "web", 3)],
+                       settings=settings()).actions
+    ours = {ANNOTATION_KEDA_PAUSED: "0", ANNOTATION_ORIGINAL_PAUSED: "null", ANNOTATION_SCALED_BY: "p"}
+    assert plan_scaled_objects(freeze, [so("web-so", "web", ours)]).pauses == []
+    restore = make_plan([], namespaces=FAMILY, workloads=[
+        workload("shop-v1", "web", 0, original="3", scaled_by="p")], settings=settings()).actions
+    broken = plan_scaled_objects(restore, [so("web-so", "web", {**ours, ANNOTATION_ORIGINAL_PAUSED: "3"})])
+    assert broken.resumes == [] and "neither null nor a JSON string" in broken.problems[0].message
+
+
+@pytest.mark.parametrize(("min_replicas", "problem"), [
+    pytest.param(0, True, id="min-0-can-scale-a-frozen-workload-up"),
+    pytest.param(1, False, id="min-1-leaves-a-workload-at-0-alone"),
+    pytest.param(None, False, id="min-defaults-to-1"),
+])
+def test_hpa_with_min_replicas_0_is_reported_with_what_to_do(min_replicas, problem):
+    freeze = make_plan([policy("p", "shop-")], namespaces=FAMILY, workloads=[workload("shop-v1", "web", 3)],
+                       settings=settings()).actions
+    spec: dict[str, Any] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}
+    if min_replicas is not None:
+        spec["minReplicas"] = min_replicas
+    found = hpa_problems(freeze, [{"metadata": {"namespace": "shop-v1", "name": "web-hpa"}, "spec": spec}])
+    assert bool(found) is problem
+    if problem:
+        assert found[0].policy == "p" and "minReplicas to 1 or more" in found[0].message
+
+
+def test_required_access_adds_list_get_patch_for_each_custom_kind_only():
+    pool = resolve([Kind("Pool.x.io")], [crd("Pool", "x.io", plural="pools")]).handlers[Kind("Pool.x.io")]
+    base = {str(a) for a in required_access(settings())}
+    with_pool = {str(a) for a in required_access(settings(), custom=[pool])}
+    assert with_pool - base == {"list pools.x.io", "get pools.x.io", "patch pools.x.io"}
+    assert {"patch jobs.batch", "patch replicasets.apps", "patch replicationcontrollers", "patch scaledobjects.keda.sh",
+            "list horizontalpodautoscalers.autoscaling", "list customresourcedefinitions.apiextensions.k8s.io"} <= base
