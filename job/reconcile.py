@@ -10,11 +10,12 @@ import datetime as dt
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from job import drain as drain_api
+from job import pods
 from job import policy as policy_api
 from job.errors import ApiError, Conflict, StartupError
 from job.kube import Access, Kube
@@ -26,8 +27,6 @@ from job.workloads import HANDLERS, SCALED_SELECTOR, Kind, Namespace, Workload, 
 
 log = logging.getLogger(__name__)
 
-#: Pods that still hold resources: the field selector keeps finished ones out of the `done` check.
-_LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 _CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go, as kubectl expects
 
 
@@ -70,11 +69,14 @@ def required_access(settings: Settings) -> list[Access]:
     for handler in HANDLERS.values():
         group = handler.api_version.split("/")[0]
         needed += [Access(group, handler.plural, verb) for verb in ("list", "get", "patch")]
+    # Why Pods still run: metadata-only LISTs of their owners (job/pods.py), only when some remain.
+    needed += [Access(api_version.rpartition("/")[0], plural, "list")
+               for api_version, plural in pods.LISTABLE.values()]
     if not settings.dry_run:
         needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
         if settings.events:
             needed.append(Access("", "events", "create"))
-    return needed
+    return list(dict.fromkeys(needed))  # once each, however many reasons ask for it
 
 
 def _preflight(kube: Kube, settings: Settings) -> None:
@@ -192,21 +194,11 @@ def _record_event(kube: Kube, *, now: dt.datetime, namespace: str, involved: dic
                     extra={"event": "event-failed"})
 
 
-def _count_live_pods(kube: Kube, held: dict[str, list[str]]) -> Counter[str]:
-    """Live Pods per held namespace, from one metadata-only LIST, however many namespaces are held."""
-    pods: Counter[str] = Counter()
-    if not held:
-        return pods
-    for pod in kube.list_all(version="v1", plural="pods", field_selector=_LIVE_PODS, metadata_only=True):
-        ns = (pod.get("metadata") or {}).get("namespace", "")
-        if ns in held:
-            pods[ns] += 1
-    return pods
-
-
 def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results: list[ActionResult],
-              pods: Counter[str], settings: Settings) -> list[PolicyOutcome]:
+              drain: drain_api.Drain, settings: Settings) -> list[PolicyOutcome]:
     outcomes = []
+    failed = drain_api.failed_refs(plan, results)
+    reverts = drain_api.reverts(results)
     for p in policies:
         if isinstance(p, InvalidPolicy):
             outcomes.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid,
@@ -217,8 +209,13 @@ def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results
             name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status, suspended=p.spec.suspend,
             dry_run=settings.dry_run or p.spec.dry_run, held=found.held, active=found.active,
             kept_running_by=found.kept_running_by, unchanged=found.unchanged, excluded=found.excluded,
-            kept_frozen=found.kept_frozen, pods_left=sum(pods[ns] for ns in found.held),
+            kept_frozen=found.kept_frozen, pods_unknown=drain.unknown if found.held else None,
+            gitops_managed=drain.gitops_managed[p.name], reverted=[r for r in reverts if r.policy == p.name],
             cap_message=plan.cap_message if not p.spec.suspend else None)
+        view = pods.PolicyView(kinds=frozenset(str(k) for k in p.kinds), dry_run=outcome.dry_run,
+                               capped=outcome.cap_message is not None, failures=failed)
+        outcome.remaining, outcome.pods_excluded = pods.tally(drain.census, found.held, view=view)
+        outcome.pods_left = sum(r.pods for r in outcome.remaining)
         for r in results:
             if r.action.policy != p.name:
                 continue
@@ -285,17 +282,23 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
             raise _startup_error(kube, exc) from None
         phase("observe")
         plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings)
+        drain = drain_api.Drain(pods.Census(),
+                                gitops_managed=drain_api.gitops_managed(policies, plan=plan, workloads=workloads))
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
         applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now)
         report.results = applier.apply(plan.actions)
         phase("apply")
+        limit = settings.workload_events_limit if settings.events else 0
+        for involved, message in drain_api.report_reverts(report.results)[:limit]:
+            _record_event(kube, now=now, namespace=involved["namespace"], involved=involved, warning=True,
+                          reason=drain_api.REASON_REVERTED, message=message)
         try:
-            pods = _count_live_pods(kube, plan.held_by)
+            drain.census = drain_api.census(kube, plan.held_by)
         except ApiError as exc:
             report.problems.append(f"could not count Pods for `done`: {exc}")
-            pods = Counter({ns: 1 for ns in plan.held_by})  # unknown is not done
-        report.policies = _outcomes(policies, plan=plan, results=report.results, pods=pods, settings=settings)
+            drain.unknown = str(exc)  # unknown is not done
+        report.policies = _outcomes(policies, plan=plan, results=report.results, drain=drain, settings=settings)
         phase("pods")
         # Failures of workloads whose policy is gone have no status to go to: the run report keeps them.
         known = {p.name for p in policies}

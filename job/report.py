@@ -92,7 +92,11 @@ def as_json(report: RunReport) -> dict[str, Any]:
             "dryRun": p.dry_run, "held": p.held, "active": p.active, "keptRunning": p.kept_running_by,
             "frozen": p.frozen, "restored": p.restored, "adopted": p.adopted, "unchanged": p.unchanged,
             "excluded": p.excluded, "keptFrozen": p.kept_frozen, "podsLeft": p.pods_left, "failures": p.failures,
-            "capExceeded": p.cap_message,
+            "capExceeded": p.cap_message, "podsExcluded": p.pods_excluded, "gitOpsManaged": p.gitops_managed,
+            "remaining": [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason}
+                          for r in p.remaining],
+            "reverted": [{"namespace": r.namespace, "kind": r.kind, "name": r.name, "manager": r.manager,
+                          "gitOps": r.tool, "fix": r.fix} for r in p.reverted],
         } for p in report.policies],
         "actions": [{
             "verb": r.action.verb.value, "outcome": r.outcome, "message": r.message, "policy": r.action.policy,

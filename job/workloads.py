@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from job import gitops
+
 ANNOTATION_ORIGINAL_REPLICAS = "nsscaler.wubw.fun/original-replicas"
 ANNOTATION_ORIGINAL_SUSPEND = "nsscaler.wubw.fun/original-suspend"
 ANNOTATION_SCALED_BY = "nsscaler.wubw.fun/scaled-by"
@@ -55,6 +57,10 @@ class Workload:
     scaled_by: str | None = None
     excluded: bool = False
     uid: str = ""
+    #: the field manager that last wrote the size field (not nsscaler): who scaled it up during a freeze
+    replicas_manager: str | None = None
+    #: "Argo CD" or "Flux" when one of them manages the workload (tracking marks or field managers)
+    gitops: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -163,6 +169,7 @@ def from_api(kind: Kind, obj: dict[str, Any]) -> Workload:
     handler = HANDLERS[kind]
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
+    managed = meta.get("managedFields") or []
     return Workload(
         kind=kind,
         namespace=meta["namespace"],
@@ -173,6 +180,10 @@ def from_api(kind: Kind, obj: dict[str, Any]) -> Workload:
         scaled_by=annotations.get(ANNOTATION_SCALED_BY),
         excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
         uid=meta.get("uid", ""),
+        replicas_manager=gitops.size_manager(managed, gitops.size_path(handler.frozen_spec()),
+                                             ignore=gitops.FIELD_MANAGER),
+        gitops=gitops.tool(annotations=annotations, labels=meta.get("labels") or {},
+                           managers=(str(m.get("manager")) for m in managed)),
     )
 
 
