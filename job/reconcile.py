@@ -47,6 +47,8 @@ class RunReport:
     requests: dict[str, int] = field(default_factory=dict)
     #: seconds spent in each phase (observe, plan, apply, pods, status): where a slow run spends its time
     phases: dict[str, float] = field(default_factory=dict)
+    #: requests sent in each phase: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
+    phase_requests: dict[str, int] = field(default_factory=dict)
     finished: dt.datetime | None = None
 
     @property
@@ -260,15 +262,25 @@ def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], *, settings: Sett
                                   f"{len(outcome.held)} namespaces held", involved=involved)
 
 
+def _record_reverts(kube: Kube, results: list[ActionResult], *, settings: Settings, now: dt.datetime) -> None:
+    """Log each frozen workload found scaled up again; a Warning Event on those frozen again (capped)."""
+    limit = settings.workload_events_limit if settings.events else 0
+    for involved, message in drain_api.report_reverts(results)[:limit]:
+        _record_event(kube, now=now, namespace=involved["namespace"], involved=involved, warning=True,
+                      reason=drain_api.REASON_REVERTED, message=message)
+
+
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
     report = RunReport(started=now, dry_run=settings.dry_run)
-    clock = time.perf_counter()
+    clock, sent = time.perf_counter(), 0
 
     def phase(name: str) -> None:
-        nonlocal clock
+        nonlocal clock, sent
         report.phases[name] = round(time.perf_counter() - clock, 3)
         clock = time.perf_counter()
+        total = sum(kube.requests.snapshot().values())
+        report.phase_requests[name], sent = total - sent, total
 
     try:
         _preflight(kube, settings)
@@ -288,11 +300,8 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         phase("plan")
         applier = _Applier(kube, settings, policies=policies, namespaces=namespaces, now=now)
         report.results = applier.apply(plan.actions)
+        _record_reverts(kube, report.results, settings=settings, now=now)
         phase("apply")
-        limit = settings.workload_events_limit if settings.events else 0
-        for involved, message in drain_api.report_reverts(report.results)[:limit]:
-            _record_event(kube, now=now, namespace=involved["namespace"], involved=involved, warning=True,
-                          reason=drain_api.REASON_REVERTED, message=message)
         try:
             drain.census = drain_api.census(kube, plan.held_by)
         except ApiError as exc:

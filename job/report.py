@@ -57,6 +57,7 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "seconds": round(seconds, 3),
         "requests": report.requests,
         "phases": report.phases,
+        "phase_requests": report.phase_requests,
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
     }
