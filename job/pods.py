@@ -45,7 +45,7 @@ NAMESPACED_LISTS_MAX = 4
 _MAX_DEPTH = 8  # owner chains are two or three links long; this only guards against a reference loop
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch"})
 _EXCLUDE_FIX = f'annotate it {ANNOTATION_EXCLUDE}="true" if it is meant to run'
-_UNFROZEN = {"DaemonSet": "DaemonSets", "Pod": "bare Pods"}
+_UNFROZEN = {"DaemonSet": "DaemonSets", "Pod": "bare Pods", "Node": "static Pods"}  # a static Pod's owner is its Node
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -121,7 +121,7 @@ def _drained(outcome: PolicyOutcome) -> tuple[bool, str, str]:
             return False, REASON_SUSPENDED if outcome.suspended else REASON_INVALID_SPEC, "policy not served"
         if outcome.pods_unknown is not None:
             return False, REASON_PODS_LEFT, f"could not check the Pods: {outcome.pods_unknown}"
-        owners = "; ".join(f"{r.namespace} {r.owner} ({r.pods} Pods): {r.reason}"
+        owners = "; ".join(f"{r.namespace} {r.owner} ({r.pods} Pod{'s' if r.pods != 1 else ''}): {r.reason}"
                            for r in outcome.remaining[:OWNERS_IN_MESSAGE])
         more = len(outcome.remaining) - OWNERS_IN_MESSAGE
         return False, REASON_PODS_LEFT, (f"{outcome.pods_left} Pods still run in held namespaces: {owners}"

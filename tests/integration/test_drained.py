@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from job import pods
 from job.workloads import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_REPLICAS
 from tests import builders
@@ -94,20 +96,30 @@ def test_owners_nsscaler_does_not_freeze_are_named_with_the_fix(api: AdminApi, r
     assert (status["counts"]["podsLeft"], status["counts"]["podsExcluded"]) == (0, 5)
 
 
-def test_a_revert_by_argo_cd_is_frozen_again_and_reported_with_the_fix(api: AdminApi, run_job, prefix):
-    """Argo CD is not run here: its self-heal is imitated on the wire only, as a PATCH sent with its field
-    manager (`argocd-controller`) on an object carrying its tracking annotation."""
+ARGO_CD = ("argocd-controller", {"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:shop-v1/web"}, {},
+           "Argo CD", ("ignoreDifferences", "managedFieldsManagers: [nsscaler]", "RespectIgnoreDifferences=true"))
+FLUX = ("kustomize-controller", {}, {"kustomize.toolkit.fluxcd.io/name": "apps"}, "Flux",
+        ("driftIgnoreRules", "paths: [/spec/replicas]", "target: {kind: Deployment}"))
+
+
+@pytest.mark.parametrize(("manager", "annotations", "labels", "tool", "fix"), [
+    pytest.param(*ARGO_CD, id="argo-cd"), pytest.param(*FLUX, id="flux")])
+def test_a_gitops_revert_is_frozen_again_and_reported_with_the_fix(api: AdminApi, run_job, prefix, manager,
+                                                                   annotations, labels, tool, fix):
+    """Argo CD and Flux are not run here: their drift correction is imitated on the wire only, as a PATCH sent
+    with their field manager on an object carrying their tracking marks."""
     ns, name = prefix + "v1", f"{prefix}p"
     api.create(builders.namespace(ns))
-    api.create(builders.deployment(ns, "web", 3, annotations={
-        "argocd.argoproj.io/tracking-id": f"shop:apps/Deployment:{ns}/web"}))
+    web = builders.deployment(ns, "web", 3, annotations=annotations)
+    web["metadata"]["labels"] = labels
+    api.create(web)
     api.create(builders.deployment(ns, "plain", 1))
     api.create(builders.nsscaler(name, prefix, []))
     assert run_job().exit_code == 0
     status = api.status(name)
     assert status["counts"]["gitOpsManaged"] == 1 and status["counts"]["reverted"] == 0
 
-    api.patch("Deployment", "web", {"spec": {"replicas": 3}}, namespace=ns, field_manager="argocd-controller")
+    api.patch("Deployment", "web", {"spec": {"replicas": 3}}, namespace=ns, field_manager=manager)
     result = run_job()
     assert result.exit_code == 0, result.stderr
     web = api.get("Deployment", "web", ns)
@@ -115,15 +127,14 @@ def test_a_revert_by_argo_cd_is_frozen_again_and_reported_with_the_fix(api: Admi
     status = api.status(name)
     assert status["counts"]["reverted"] == 1
     [reverted] = status["reverted"]
-    assert (reverted["workload"], reverted["manager"], reverted["gitOps"]) == ("Deployment/web", "argocd-controller",
-                                                                               "Argo CD")
-    for text in ("ignoreDifferences", "managedFieldsManagers: [nsscaler]", "RespectIgnoreDifferences=true"):
+    assert (reverted["workload"], reverted["manager"], reverted["gitOps"]) == ("Deployment/web", manager, tool)
+    for text in fix:
         assert text in reverted["fix"]
     assert "scaled up again during the freeze" in conditions(api, name)["Ready"]["message"]
     events = api.list("Event", ns, fieldSelector="reason=ScaledUpWhileFrozen,involvedObject.name=web")
     assert len(events) == 1 and events[0]["type"] == "Warning"
-    assert "argocd-controller (Argo CD)" in events[0]["message"] and "ignoreDifferences" in events[0]["message"]
-    assert "scaled up by argocd-controller (Argo CD)" in result.stderr
+    assert f"{manager} ({tool})" in events[0]["message"] and fix[0] in events[0]["message"]
+    assert f"scaled up by {manager} ({tool})" in result.stderr
 
     assert run_job().exit_code == 0  # no fight this time: nothing reverted, no new Warning
     assert api.status(name)["counts"]["reverted"] == 0

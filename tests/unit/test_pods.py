@@ -79,6 +79,8 @@ DEFAULT = PolicyView(kinds=frozenset({"Deployment", "StatefulSet"}))
     pytest.param(meta("agent-x", owner=("apps/v1", "DaemonSet", "agent")), DEFAULT, "DaemonSet/agent",
                  "nsscaler does not freeze DaemonSets", id="daemonset"),
     pytest.param(meta("debug"), DEFAULT, "Pod/debug", "nsscaler does not freeze bare Pods", id="bare-pod"),
+    pytest.param(meta("etcd-n1", owner=("v1", "Node", "n1")), DEFAULT, "Node/n1", "does not freeze static Pods",
+                 id="static-pod"),
     pytest.param(meta("r-1", owner=("argoproj.io/v1alpha1", "Rollout", "shop")), DEFAULT, "Rollout.argoproj.io/shop",
                  "add Rollout.argoproj.io to spec.kinds", id="custom-kind"),
     pytest.param(meta("web-1", owner=RS), PolicyView(kinds=DEFAULT.kinds, dry_run=True), "Deployment/web",
