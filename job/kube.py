@@ -27,11 +27,11 @@ import tenacity
 from pykube.http import KubernetesHTTPAdapter
 
 from job.errors import ApiError, Conflict, StartupError
+from job.gitops import FIELD_MANAGER
 from job.settings import Settings
 
 log = logging.getLogger(__name__)
 
-FIELD_MANAGER = "nsscaler"
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
@@ -175,9 +175,10 @@ class Kube:
 
     # -- reads -----------------------------------------------------------------------------------
     def list_all(self, *, version: str, plural: str, label_selector: str | None = None,
-                 field_selector: str | None = None, metadata_only: bool = False) -> Iterator[dict[str, Any]]:
-        """Every item of one resource, cluster-wide, page by page (`limit`/`continue`): memory stays
-        bounded by one page, and callers reduce each item as it arrives."""
+                 field_selector: str | None = None, metadata_only: bool = False,
+                 namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of one resource, cluster-wide (or in `namespace`), page by page (`limit`/`continue`):
+        memory stays bounded by one page, and callers reduce each item as it arrives."""
         params: dict[str, Any] = {"limit": self.settings.page_size}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -185,7 +186,9 @@ class Kube:
             params["fieldSelector"] = field_selector
         headers = _METADATA_ONLY if metadata_only else {}
         while True:
-            page = self._send("list", "GET", version=version, url=plural, params=dict(params), headers=headers)
+            where: dict[str, Any] = {"namespace": namespace} if namespace else {}
+            page = self._send("list", "GET", version=version, url=plural, params=dict(params), headers=headers,
+                              **where)
             yield from page.get("items") or []
             token = (page.get("metadata") or {}).get("continue")
             if not token:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from job import pods
 from job import policy as policy_api
 from job.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
 from job.errors import ApiError, StartupError
@@ -42,11 +43,14 @@ def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -
               Access("autoscaling", HPA_PLURAL, "list"), *_kind_access(SCALED_OBJECTS)]
     for handler in [*BUILTIN.values(), *custom]:
         needed += _kind_access(handler)
+    # Why Pods still run: metadata-only LISTs of their owners (job/pods.py), only when some remain.
+    needed += [Access(api_version.rpartition("/")[0], plural, "list")
+               for api_version, plural in pods.LISTABLE.values()]
     if not settings.dry_run:
         needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
         if settings.events:
             needed.append(Access("", "events", "create"))
-    return needed
+    return list(dict.fromkeys(needed))  # once each, however many reasons ask for it
 
 
 def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] = ()) -> None:

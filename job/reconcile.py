@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from job import observe
+from job import drain as drain_api
+from job import observe, pods
 from job import policy as policy_api
 from job.apply import ActionResult, Applier, Replan
 from job.apply import record_event as _record_event
@@ -31,8 +31,6 @@ from job.status import PolicyOutcome, build_status
 
 log = logging.getLogger(__name__)
 
-#: Pods that still hold resources: the field selector keeps finished ones out of the `done` check.
-_LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 _CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go, as kubectl expects
 
 
@@ -46,6 +44,8 @@ class RunReport:
     requests: dict[str, int] = field(default_factory=dict)
     #: seconds spent in each phase (observe, plan, apply, pods, status): where a slow run spends its time
     phases: dict[str, float] = field(default_factory=dict)
+    #: requests sent in each phase: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
+    phase_requests: dict[str, int] = field(default_factory=dict)
     finished: dt.datetime | None = None
 
     @property
@@ -61,21 +61,13 @@ class RunReport:
         return sum(1 for r in self.results if r.outcome == outcome and (verb is None or r.action.verb is verb))
 
 
-def _count_live_pods(kube: Kube, held: dict[str, list[str]]) -> Counter[str]:
-    """Live Pods per held namespace, from one metadata-only LIST, however many namespaces are held."""
-    pods: Counter[str] = Counter()
-    if not held:
-        return pods
-    for pod in kube.list_all(version="v1", plural="pods", field_selector=_LIVE_PODS, metadata_only=True):
-        ns = (pod.get("metadata") or {}).get("namespace", "")
-        if ns in held:
-            pods[ns] += 1
-    return pods
 
 
 def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results: list[ActionResult],
-              pods: Counter[str], settings: Settings) -> list[PolicyOutcome]:
+              drain: drain_api.Drain, settings: Settings) -> list[PolicyOutcome]:
     outcomes = []
+    failed = drain_api.failed_refs(plan, results)
+    reverts = drain_api.reverts(results)
     for p in policies:
         if isinstance(p, InvalidPolicy):
             outcomes.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid,
@@ -86,10 +78,15 @@ def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results
             name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status, suspended=p.spec.suspend,
             dry_run=settings.dry_run or p.spec.dry_run, held=found.held, active=found.active,
             kept_running_by=found.kept_running_by, unchanged=found.unchanged, excluded=found.excluded,
-            kept_frozen=found.kept_frozen, pods_left=sum(pods[ns] for ns in found.held),
+            kept_frozen=found.kept_frozen, pods_unknown=drain.unknown if found.held else None,
+            gitops_managed=drain.gitops_managed[p.name], reverted=[r for r in reverts if r.policy == p.name],
             cap_message=plan.cap_message if not p.spec.suspend else None)
         if plan.selection is not None:
             outcome.selection = plan.selection.policies.get(p.name)
+        view = pods.PolicyView(kinds=frozenset(str(k) for k in p.kinds), dry_run=outcome.dry_run,
+                               capped=outcome.cap_message is not None, failures=failed)
+        outcome.remaining, outcome.pods_excluded = pods.tally(drain.census, found.held, view=view)
+        outcome.pods_left = sum(r.pods for r in outcome.remaining)
         for r in results:
             if r.action.policy != p.name:
                 continue
@@ -171,15 +168,25 @@ def _apply_autoscaler_actions(applier: Applier, pairs: list[tuple[Action, Action
     return applier.apply([a for a, _ in pairs], [replan_for(t) for _, t in pairs])
 
 
+def _record_reverts(kube: Kube, results: list[ActionResult], *, settings: Settings, now: dt.datetime) -> None:
+    """Log each frozen workload found scaled up again; a Warning Event on those frozen again (capped)."""
+    limit = settings.workload_events_limit if settings.events else 0
+    for involved, message in drain_api.report_reverts(results)[:limit]:
+        _record_event(kube, now=now, namespace=involved["namespace"], involved=involved, warning=True,
+                      reason=drain_api.REASON_REVERTED, message=message)
+
+
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
     report = RunReport(started=now, dry_run=settings.dry_run)
-    clock = time.perf_counter()
+    clock, sent = time.perf_counter(), 0
 
     def phase(name: str) -> None:
-        nonlocal clock
+        nonlocal clock, sent
         report.phases[name] = round(time.perf_counter() - clock, 3)
         clock = time.perf_counter()
+        total = sum(kube.requests.snapshot().values())
+        report.phase_requests[name], sent = total - sent, total
 
     try:
         policies = observe.policies(kube, settings)
@@ -193,18 +200,21 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
             raise observe.startup_error(kube, exc) from None
         phase("observe")
         plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
+        drain = drain_api.Drain(pods.Census(),
+                                gitops_managed=drain_api.gitops_managed(policies, plan=plan, workloads=workloads))
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
         applier = Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
                           selection=plan.selection)
         report.results = _apply(kube, applier, plan)
+        _record_reverts(kube, report.results, settings=settings, now=now)
         phase("apply")
         try:
-            pods = _count_live_pods(kube, plan.held_by)
+            drain.census = drain_api.census(kube, plan.held_by)
         except ApiError as exc:
             report.problems.append(f"could not count Pods for `done`: {exc}")
-            pods = Counter({ns: 1 for ns in plan.held_by})  # unknown is not done
-        report.policies = _outcomes(policies, plan=plan, results=report.results, pods=pods, settings=settings)
+            drain.unknown = str(exc)  # unknown is not done
+        report.policies = _outcomes(policies, plan=plan, results=report.results, drain=drain, settings=settings)
         phase("pods")
         # Failures of workloads whose policy is gone have no status to go to: the run report keeps them.
         known = {p.name for p in policies}

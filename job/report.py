@@ -57,6 +57,7 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "seconds": round(seconds, 3),
         "requests": report.requests,
         "phases": report.phases,
+        "phase_requests": report.phase_requests,
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
     }
@@ -124,7 +125,12 @@ def as_json(report: RunReport) -> dict[str, Any]:
             "dryRun": p.dry_run, "held": p.held, "active": p.active, "keptRunning": p.kept_running_by,
             "frozen": p.frozen, "restored": p.restored, "adopted": p.adopted, "unchanged": p.unchanged,
             "excluded": p.excluded, "keptFrozen": p.kept_frozen, "podsLeft": p.pods_left, "failures": p.failures,
-            "capExceeded": p.cap_message, "holding": p.holding,
+            "capExceeded": p.cap_message, "holding": p.holding, "podsExcluded": p.pods_excluded,
+            "gitOpsManaged": p.gitops_managed,
+            "remaining": [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason}
+                          for r in p.remaining],
+            "reverted": [{"namespace": r.namespace, "kind": r.kind, "name": r.name, "manager": r.manager,
+                          "gitOps": r.tool, "fix": r.fix} for r in p.reverted],
             **_selection_json(p),
         } for p in report.policies],
         "actions": [{

@@ -78,7 +78,8 @@ class Settings(BaseSettings):
                     "for the API server); every run that changes something also records one summary Event "
                     "on the NSScaler")
     status_list_limit: int = Field(default=20, ge=0, le=200,
-                                   description="at most this many namespace names per list in a status")
+                                   description="at most this many entries per list in a status (namespace names, "
+                                               "the owners of the Pods left in `remaining`)")
 
     # -- output ----------------------------------------------------------------------------------
     log_format: LogFormat = Field(default="text", description="text, or json (one object a line)")

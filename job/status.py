@@ -11,6 +11,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.gitops import Revert
+from job.pods import Remaining
 from job.selection import PolicySelection
 
 CONDITION_READY = "Ready"
@@ -28,6 +30,9 @@ REASON_NOTHING_HELD = "NothingHeld"
 REASON_EXPIRED = "Expired"
 
 MAX_FAILURES_IN_STATUS = 5
+MAX_REVERTED_IN_STATUS = 5
+#: owners of remaining Pods named in the Drained condition's message (status.remaining lists more)
+OWNERS_IN_MESSAGE = 3
 
 
 @dataclass
@@ -51,7 +56,15 @@ class PolicyOutcome:
     excluded: int = 0
     kept_frozen: int = 0
     failures: list[str] = field(default_factory=list)
+    #: Pods in held namespaces that block `done` (their owners, and why, in `remaining`)
     pods_left: int = 0
+    #: Pods in held namespaces whose owner chain ends in an excluded object: meant to run
+    pods_excluded: int = 0
+    remaining: list[Remaining] = field(default_factory=list)
+    #: set when the Pods could not be read: `done` is then unknown, so false
+    pods_unknown: str | None = None
+    reverted: list[Revert] = field(default_factory=list)
+    gitops_managed: int = 0
     cap_message: str | None = None
     #: which namespaces the selection kept or held and why, and whether the policy holds at all now
     selection: PolicySelection | None = None
@@ -68,7 +81,8 @@ class PolicyOutcome:
     @property
     def done(self) -> bool:
         """True only when this policy serves and no Pod is left in any namespace it holds."""
-        return self.invalid is None and not self.suspended and self.pods_left == 0
+        return (self.invalid is None and not self.suspended and self.pods_left == 0
+                and self.pods_unknown is None)
 
     @property
     def ok(self) -> bool:
@@ -106,6 +120,11 @@ def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
         message = f"holds nothing: {outcome.selection.not_holding}; {message}"
         if outcome.selection.expired:
             return True, REASON_EXPIRED, message
+    if outcome.reverted:
+        first = outcome.reverted[0]
+        message += (f"; {len(outcome.reverted)} found scaled up again during the freeze (first: "
+                    f"{first.kind}/{first.name} in {first.namespace} by {first.manager or 'an unknown client'}; "
+                    f"see status.reverted)")
     return True, REASON_DRY_RUN if outcome.dry_run else REASON_RECONCILED, message
 
 
@@ -113,10 +132,17 @@ def _drained(outcome: PolicyOutcome) -> tuple[bool, str, str]:
     if not outcome.done:
         if outcome.invalid is not None or outcome.suspended:
             return False, REASON_SUSPENDED if outcome.suspended else REASON_INVALID_SPEC, "policy not served"
-        return False, REASON_PODS_LEFT, f"{outcome.pods_left} Pods still run in held namespaces"
+        if outcome.pods_unknown is not None:
+            return False, REASON_PODS_LEFT, f"could not check the Pods: {outcome.pods_unknown}"
+        owners = "; ".join(f"{r.namespace} {r.owner} ({r.pods} Pod{'s' if r.pods != 1 else ''}): {r.reason}"
+                           for r in outcome.remaining[:OWNERS_IN_MESSAGE])
+        more = len(outcome.remaining) - OWNERS_IN_MESSAGE
+        return False, REASON_PODS_LEFT, (f"{outcome.pods_left} Pods still run in held namespaces: {owners}"
+                                         + (f"; and {more} more owners in status.remaining" if more > 0 else ""))
     if not outcome.held:
         return True, REASON_NOTHING_HELD, "no namespace is held by this policy"
-    return True, REASON_PODS_GONE, f"no Pod left in the {len(outcome.held)} held namespaces"
+    meant = f" except {outcome.pods_excluded} Pods of excluded workloads" if outcome.pods_excluded else ""
+    return True, REASON_PODS_GONE, f"no Pod left in the {len(outcome.held)} held namespaces{meant}"
 
 
 def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -> dict[str, Any]:
@@ -149,6 +175,9 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
             "keptFrozen": outcome.kept_frozen,
             "failed": outcome.failed,
             "podsLeft": outcome.pods_left,
+            "podsExcluded": outcome.pods_excluded,
+            "reverted": len(outcome.reverted),
+            "gitOpsManaged": outcome.gitops_managed,
         },
         "heldNamespaces": outcome.held[:list_limit],
         "activeNamespaces": outcome.active[:list_limit],
@@ -156,4 +185,9 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
                              for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
+        "remaining": [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason}
+                      for r in outcome.remaining[:list_limit]],
+        "reverted": [{"namespace": r.namespace, "workload": f"{r.kind}/{r.name}", "manager": r.manager or "",
+                      **({"gitOps": r.tool} if r.tool else {}), "fix": r.fix}
+                     for r in outcome.reverted[:MAX_REVERTED_IN_STATUS]],
     }

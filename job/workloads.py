@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from job import gitops
 from job.activity import Change, last_user_change, parse_time
 from job.kinds import (
     ANNOTATION_ORIGINAL_REPLICAS,
@@ -65,6 +66,10 @@ class Workload:
     last_user_change: Change | None = None  # for keep_recent: see job.activity
     controller: str | None = None
     handler: KindHandler | None = field(default=None, compare=False, repr=False)
+    #: the field manager that last wrote the size field (not nsscaler): who scaled it up during a freeze
+    replicas_manager: str | None = None
+    #: "Argo CD" or "Flux" when one of them manages the workload (tracking marks or field managers)
+    gitops: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -112,6 +117,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
+    managed = meta.get("managedFields") or []
     return Workload(
         kind=handler.kind,
         namespace=meta["namespace"],
@@ -125,6 +131,10 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
         last_user_change=last_user_change(meta),
         controller=_controller(meta),
         handler=None if handler.kind in BUILTIN else handler,
+        replicas_manager=gitops.size_manager(managed, gitops.size_path(handler.frozen_body()),
+                                             ignore=gitops.FIELD_MANAGER),
+        gitops=gitops.tool(annotations=annotations, labels=meta.get("labels") or {},
+                           managers=(str(m.get("manager")) for m in managed)),
     )
 
 

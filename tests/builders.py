@@ -24,9 +24,10 @@ _PATHS = {
     "Event": ("/api/v1", "events", True),
     "Deployment": ("/apis/apps/v1", "deployments", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "CronJob": ("/apis/batch/v1", "cronjobs", True),
     "Job": ("/apis/batch/v1", "jobs", True),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "ReplicationController": ("/api/v1", "replicationcontrollers", True),
     "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers", True),
     "ScaledObject": ("/apis/keda.sh/v1alpha1", "scaledobjects", True),
@@ -70,6 +71,28 @@ def cronjob(ns: str, name: str, *, suspend: bool = False) -> dict[str, Any]:
                      "jobTemplate": {"spec": {"template": template}}}}
 
 
+def daemonset(ns: str, name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "template": _pod_template(name)}}
+
+
+def pod(ns: str, name: str, *, owner: dict[str, Any] | None = None, labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Pod; bare unless `owner` (an object as the API returned it) is given as its controller."""
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}}
+    if owner:
+        meta["ownerReferences"] = [controller_ref(owner)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1"}]}}
+
+
+def controller_ref(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
 def job(ns: str, name: str, *, parallelism: int = 1, owner: dict[str, Any] | None = None,
         **spec: Any) -> dict[str, Any]:
     """A Job; `owner` (an object as read back) makes it that object's controlled Job, as a CronJob's are."""
@@ -78,8 +101,7 @@ def job(ns: str, name: str, *, parallelism: int = 1, owner: dict[str, Any] | Non
     template["spec"]["restartPolicy"] = "Never"
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "controller": True,
-                                    "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}]
+        meta["ownerReferences"] = [controller_ref(owner)]
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
             "spec": {"parallelism": parallelism, "completions": parallelism * 2, "template": template, **spec}}
 
@@ -158,8 +180,10 @@ class AdminApi:
         return list(resp.json()["items"])
 
     def patch(self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None,
-              sub: str = "") -> dict[str, Any]:
-        resp = self.http.patch(self.url(kind, namespace, name, sub), json=body, timeout=30,
+              sub: str = "", field_manager: str | None = None) -> dict[str, Any]:
+        """A merge patch; `field_manager` names the writer in managedFields, as a controller's client does."""
+        params = {"fieldManager": field_manager} if field_manager else {}
+        resp = self.http.patch(self.url(kind, namespace, name, sub), json=body, timeout=30, params=params,
                                headers={"Content-Type": "application/merge-patch+json"})
         resp.raise_for_status()
         return dict(resp.json())

@@ -1,0 +1,112 @@
+"""After the PATCHes: what still runs in held namespaces and why, and who scaled a frozen workload back up.
+
+`census` reads (Pods and their owners, metadata-only); `job/pods.py` and `job/gitops.py` decide what it
+means. Nothing here writes: the caller sends the Events and the statuses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from job import gitops, pods
+from job.errors import ApiError
+from job.kube import Kube
+from job.plan import Plan, Verb
+from job.policy import InvalidPolicy, Policy
+from job.workloads import Workload
+
+if TYPE_CHECKING:
+    from job.reconcile import ActionResult
+
+log = logging.getLogger(__name__)
+
+#: Pods that still hold resources: the field selector keeps finished ones out of the `done` check.
+LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+#: the Warning Event on a frozen workload found scaled up again
+REASON_REVERTED = "ScaledUpWhileFrozen"
+
+
+def census(kube: Kube, held: Iterable[str]) -> pods.Census:
+    """Live Pods of held namespaces grouped by owner, from one metadata-only LIST however many namespaces
+    are held; then their owner chains, from metadata-only LISTs sent only while some chain is incomplete
+    (none when no Pod is left; a constant number per kind otherwise: see job/pods.py)."""
+    found = pods.Census()
+    wanted = set(held)
+    if not wanted:
+        return found
+    for pod in kube.list_all(version="v1", plural="pods", field_selector=LIVE_PODS, metadata_only=True):
+        meta = pod.get("metadata") or {}
+        if meta.get("namespace", "") in wanted:
+            found.add_pod(meta)
+    while lookups := found.lookups():
+        for kind, namespace in lookups:
+            api_version, plural = pods.LISTABLE[kind]
+            try:
+                found.add_owners(kind, namespace, kube.list_all(version=api_version, plural=plural,
+                                                                namespace=namespace, metadata_only=True))
+            except ApiError as exc:  # the chain stops there; `explain` says why
+                found.failed(kind, namespace, str(exc))
+                log.warning("could not list %s to explain the Pods left: %s", plural, exc,
+                            extra={"event": "owners-failed", "kind": kind})
+    return found
+
+
+def gitops_managed(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan,
+                   workloads: Iterable[Workload]) -> Counter[str]:
+    """Per policy: workloads of the kinds it selects, in namespaces it holds, that Argo CD or Flux manages."""
+    kinds = {p.name: p.kinds for p in policies if isinstance(p, Policy)}
+    managed: Counter[str] = Counter()
+    for w in workloads:
+        if w.gitops:
+            managed.update(name for name in plan.held_by.get(w.namespace, ()) if w.kind in kinds.get(name, ()))
+    return managed
+
+
+def reverts(results: list[ActionResult]) -> list[gitops.Revert]:
+    """Frozen workloads found scaled up again (a freeze of one that carries our record), and by whom."""
+    found = []
+    for r in results:
+        w = r.action.workload
+        if r.action.verb is Verb.FREEZE and w.has_record and r.outcome in ("applied", "dry-run"):
+            handler = w.handling
+            found.append(gitops.revert(policy=r.action.policy, namespace=w.namespace, kind=str(w.kind),
+                                       api_version=handler.api_version, name=w.name, manager=w.replicas_manager,
+                                       size_path=gitops.size_path(handler.frozen_body()), managed_by=w.gitops))
+    return found
+
+
+def report_reverts(results: list[ActionResult]) -> list[tuple[dict[str, str], str]]:
+    """A log line for each revert; the Warning Events (involved object, message) for those really frozen
+    again, for the caller to send."""
+    events = []
+    for r in results:
+        w = r.action.workload
+        for revert in reverts([r]):
+            log.warning(revert.message, extra={"event": "reverted", "policy": revert.policy, "namespace": w.namespace,
+                                               "kind": revert.kind, "workload": w.name, "manager": revert.manager,
+                                               "gitops": revert.tool, "fix": revert.fix})
+            if r.outcome == "applied":
+                events.append(({"apiVersion": w.handling.api_version, "kind": revert.kind, "name": w.name,
+                                "namespace": w.namespace, "uid": w.uid}, revert.message))
+    return events
+
+
+@dataclass
+class Drain:
+    """What the run learned about the Pods of held namespaces, for every policy's status."""
+
+    census: pods.Census
+    unknown: str | None = None  # why the Pods could not be read
+    gitops_managed: Counter[str] = field(default_factory=Counter)
+
+
+def failed_refs(plan: Plan, results: list[ActionResult]) -> dict[pods.Ref, str]:
+    failed = {pods.Ref(str(r.action.workload.kind), r.action.workload.namespace, r.action.workload.name): r.message
+              for r in results if r.outcome == "failed"}
+    failed.update({pods.Ref(str(pr.workload.kind), pr.workload.namespace, pr.workload.name): pr.message
+                   for pr in plan.problems})
+    return failed

@@ -1,0 +1,99 @@
+"""Who scaled a frozen workload back up, and the fix nsscaler suggests (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from job import gitops
+from job.workloads import Kind, from_api
+
+
+def entry(manager: str, time: str, *fields: str, subresource: str | None = None) -> dict[str, Any]:
+    """One managedFields entry owning `fields` (dotted paths such as "spec.replicas")."""
+    root: dict[str, Any] = {}
+    for dotted in fields:
+        node = root
+        for key in dotted.split("."):
+            node = node.setdefault(f"f:{key}", {})
+    out = {"manager": manager, "operation": "Update", "time": time, "fieldsV1": root}
+    if subresource:
+        out["subresource"] = subresource
+    return out
+
+
+CREATED = entry("kubectl-client-side-apply", "2026-01-01T00:00:00Z", "spec.replicas", "spec.template")
+FROZEN = entry("nsscaler", "2026-01-02T00:00:00Z", "spec.replicas", "metadata.annotations")
+
+
+@pytest.mark.parametrize(("fields", "path", "manager"), [
+    pytest.param([], ("spec", "replicas"), None, id="no-managed-fields"),
+    pytest.param([CREATED], ("spec", "replicas"), "kubectl-client-side-apply", id="creator"),
+    pytest.param([entry("kubectl-client-side-apply", "2026-01-01T00:00:00Z", "spec.template"), FROZEN],
+                 ("spec", "replicas"), None, id="only-nsscaler"),
+    pytest.param([FROZEN, entry("argocd-controller", "2026-01-03T00:00:00Z", "spec.replicas")],
+                 ("spec", "replicas"), "argocd-controller", id="argo-self-heal"),
+    pytest.param([entry("kubectl", "2026-01-03T00:00:00Z", "spec.replicas", subresource="scale")],
+                 ("spec", "replicas"), "kubectl", id="kubectl-scale"),
+    pytest.param([entry("helm", "2026-01-03T00:00:00Z", "spec.replicas"),
+                  entry("kustomize-controller", "2026-01-04T00:00:00Z", "spec.replicas")],
+                 ("spec", "replicas"), "kustomize-controller", id="shared-latest-wins"),
+    pytest.param([entry("kubectl-edit", "2026-01-03T00:00:00Z", "spec.suspend")], ("spec", "suspend"),
+                 "kubectl-edit", id="cronjob-suspend"),
+    pytest.param([entry("kubectl-edit", "2026-01-03T00:00:00Z", "spec.suspend")], ("spec", "replicas"), None,
+                 id="other-field"),
+])
+def test_size_manager(fields, path, manager):
+    assert gitops.size_manager(fields, path, ignore="nsscaler") == manager
+
+
+@pytest.mark.parametrize(("annotations", "labels", "managers", "tool"), [
+    pytest.param({}, {}, ["kubectl"], None, id="plain"),
+    pytest.param({"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:shop-v1/web"}, {}, [], gitops.ARGO_CD,
+                 id="argo-tracking-annotation"),
+    pytest.param({}, {}, ["argocd-controller"], gitops.ARGO_CD, id="argo-manager"),
+    pytest.param({}, {"app.kubernetes.io/instance": "shop"}, ["helm"], None, id="instance-label-proves-nothing"),
+    pytest.param({}, {"kustomize.toolkit.fluxcd.io/name": "apps"}, [], gitops.FLUX, id="flux-kustomization"),
+    pytest.param({}, {"helm.toolkit.fluxcd.io/name": "shop"}, [], gitops.FLUX, id="flux-helmrelease"),
+    pytest.param({}, {}, ["kustomize-controller"], gitops.FLUX, id="flux-manager"),
+])
+def test_tool(annotations, labels, managers, tool):
+    assert gitops.tool(annotations=annotations, labels=labels, managers=managers) == tool
+
+
+@pytest.mark.parametrize(("manager", "managed_by", "kind", "api_version", "says"), [
+    pytest.param("argocd-controller", None, "Deployment", "apps/v1",
+                 ["ignoreDifferences", "group: apps, kind: Deployment", "managedFieldsManagers: [nsscaler]",
+                  "RespectIgnoreDifferences=true"], id="argo"),
+    pytest.param("kubectl", gitops.ARGO_CD, "StatefulSet", "apps/v1", ["ignoreDifferences", "kind: StatefulSet"],
+                 id="argo-tracked-object"),
+    pytest.param("kustomize-controller", None, "Deployment", "apps/v1",
+                 ["driftIgnoreRules", "paths: [/spec/replicas]", "driftDetection.ignore"], id="flux"),
+    pytest.param("helm-controller", None, "CronJob", "batch/v1", ["/spec/suspend", "kind: CronJob"],
+                 id="flux-cronjob"),
+    pytest.param("kubectl", None, "Deployment", "apps/v1", ["stop kubectl", "nsscaler.wubw.fun/exclude"],
+                 id="someone"),
+    pytest.param(None, None, "Deployment", "apps/v1", ["whoever scales it"], id="unknown"),
+])
+def test_revert_names_the_fix(manager, managed_by, kind, api_version, says):
+    body = {"spec": {"suspend": True} if kind == "CronJob" else {"replicas": 0}}
+    revert = gitops.revert(policy="release", namespace="shop-v1", kind=kind, api_version=api_version, name="web",
+                           size_path=gitops.size_path(body), manager=manager, managed_by=managed_by)
+    for text in says:
+        assert text in revert.fix
+    assert revert.fix in revert.message and (manager or "an unknown client") in revert.message
+
+
+def test_size_path_follows_nested_specs():
+    assert gitops.size_path({"spec": {"workers": {"count": 0}}}) == ("spec", "workers", "count")
+
+
+def test_from_api_reads_who_scaled_it_and_who_manages_it():
+    obj = {"metadata": {"name": "web", "namespace": "shop-v1", "resourceVersion": "7",
+                        "annotations": {"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:shop-v1/web"},
+                        "managedFields": [CREATED, FROZEN,
+                                          entry("argocd-controller", "2026-01-03T00:00:00Z", "spec.replicas")]},
+           "spec": {"replicas": 3}}
+    w = from_api(Kind.DEPLOYMENT, obj)
+    assert (w.replicas_manager, w.gitops) == ("argocd-controller", gitops.ARGO_CD)
