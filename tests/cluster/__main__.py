@@ -55,7 +55,10 @@ def down(state: Path) -> int:
         return 0
     plane = controlplane.ControlPlane.load(state)
     if (state / "node" / "node.json").exists():
-        node.Node.load(state / "node").stop(plane)
+        stopped = node.Node.load(state / "node")
+        stopped.stop(plane)
+        for item in stopped.leftovers():
+            print(f"left behind: {item}", file=sys.stderr)
     plane.stop()
     shutil.rmtree(state, ignore_errors=True)
     print("control plane stopped and its state removed", file=sys.stderr)

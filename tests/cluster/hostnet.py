@@ -1,7 +1,7 @@
 """What a node changes on the host, and how each change is undone: its own network interface, sysctls,
 iptables chains, mounts, cgroups, network namespaces and processes.
 
-Every function here touches only what the node made: a dummy interface and a bridge with our own names, KUBE-*
+Every function here touches only what the node made: two bridges with our own names, KUBE-*
 chains (which only kubelet and kube-proxy create), mounts below the node's state folder, the `kubepods` cgroups,
 network namespaces that appeared during the run, processes inside those cgroups or started against the node's
 own containerd socket. Standard library only.
@@ -50,10 +50,11 @@ def restore_sysctls(values: dict[str, str]) -> None:
 
 
 # -- interfaces --------------------------------------------------------------------------------------
-def add_dummy(name: str, address: str) -> None:
-    """The node's own address: kubelet needs one that is not loopback, the API server listens on it."""
+def add_address_link(name: str, address: str) -> None:
+    """The node's own address: kubelet needs one that is not loopback, the API server listens on it. The link
+    is a bridge without ports (every kernel with CNI's bridge has bridges; not every one has `dummy`)."""
     delete_link(name)
-    _ip("link", "add", name, "type", "dummy")
+    _ip("link", "add", name, "type", "bridge")
     _ip("addr", "add", f"{address}/32", "dev", name)
     _ip("link", "set", name, "up")
 

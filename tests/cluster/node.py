@@ -3,7 +3,7 @@
 Runs as root. Debian's containerd, runc and CNI plugins (`make node-deps`) run with a configuration written per
 start: own root, state and socket below the node's state folder, never the system's. kubelet, kube-scheduler and
 kube-proxy are built from k8s.io/kubernetes like the control plane (`build.ensure_built(node=True)`); images come
-from `images.ensure_images()`, nothing is pulled. The node has its own address on a dummy interface (kubelet needs
+from `images.ensure_images()`, nothing is pulled. The node has its own address on an interface of ours (kubelet needs
 one that is not loopback; the API server listens there, and Pods reach it through the `kubernetes` Service's
 ClusterIP, which kube-proxy translates). Pods sit on a bridge of ours. `stop()` undoes all of it: see `hostnet`.
 """
@@ -26,10 +26,14 @@ from tests.cluster.controlplane import _spawn, _terminate, free_ports
 NODE_NAME = "nsscaler-node"
 NODE_IP = "10.245.0.1"
 POD_CIDR = "10.244.0.0/24"
-DUMMY_LINK = "nss-node0"
+NODE_LINK = "nss-node0"
 BRIDGE = "nss-cni0"
 CNI_BIN = Path("/usr/lib/cni")
 LOG_LINKS = Path("/var/log/containers")  # kubelet's fixed folder of symlinks to container logs
+#: fixed host folders kubelet, containerd's shims and the CNI library write to; removed if a start created them
+HOST_FOLDERS = (str(LOG_LINKS), "/run/containerd", "/var/lib/cni")
+#: besides the control plane's own: the node lifecycle controller lifts the `not-ready` taint kubelet registers with
+NODE_CONTROLLERS = ("nodelifecycle",)
 _ORDER = ("kube-scheduler", "kube-proxy", "kubelet", "containerd")  # the order of stopping
 
 
@@ -41,8 +45,7 @@ class Node:
     #: host state before the start, put back by stop()
     sysctls: dict[str, str] = field(default_factory=dict)
     netns_before: list[str] = field(default_factory=list)
-    created_log_links: bool = False
-    created_run_containerd: bool = False
+    created_folders: list[str] = field(default_factory=list)
 
     @property
     def socket(self) -> Path:
@@ -105,14 +108,27 @@ class Node:
         hostnet.unmount_under(self.state_dir)
         hostnet.remove_cgroups()
         hostnet.delete_link(BRIDGE)
-        hostnet.delete_link(DUMMY_LINK)
+        hostnet.delete_link(NODE_LINK)
         hostnet.restore_sysctls(self.sysctls)
-        _remove_log_links(self.state_dir / "pod-logs", remove_folder=self.created_log_links)
-        if self.created_run_containerd:
-            shutil.rmtree("/run/containerd", ignore_errors=True)
+        _remove_log_links(self.state_dir / "pod-logs")
+        for folder in self.created_folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        for bulky in ("containerd", "containerd-state", "kubelet", "opt"):  # images and Pods' files: gigabytes
+            shutil.rmtree(self.state_dir / bulky, ignore_errors=True)
         self.save()
         if remove_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def leftovers(self) -> list[str]:
+        """Whatever of this node is still on the host: empty after a complete stop()."""
+        found = [f"process {pid}" for pid in hostnet.processes_using(str(self.state_dir))]
+        found += [f"mount {m}" for m in hostnet.mounts_under(self.state_dir)]
+        found += [f"link {name}" for name in (NODE_LINK, BRIDGE) if hostnet.link_exists(name)]
+        found += [f"{table} chains {chains}" for table, chains in hostnet.our_chains().items()]
+        found += [f"cgroup {c}" for c in hostnet.kubepods_cgroups()]
+        found += [f"netns {n}" for n in sorted(hostnet.netns_names() - set(self.netns_before))]
+        found += [f"folder {f}" for f in self.created_folders if Path(f).exists()]
+        return found
 
 
 def _alive(pid: int, binary: str) -> bool:
@@ -122,16 +138,13 @@ def _alive(pid: int, binary: str) -> bool:
         return False
 
 
-def _remove_log_links(pod_logs: Path, *, remove_folder: bool) -> None:
-    if not LOG_LINKS.is_dir():
-        return
-    for link in LOG_LINKS.iterdir():
-        with contextlib.suppress(OSError):
-            if link.is_symlink() and str(link.readlink()).startswith(str(pod_logs)):
-                link.unlink()
-    if remove_folder:
-        with contextlib.suppress(OSError):
-            LOG_LINKS.rmdir()
+def _remove_log_links(pod_logs: Path) -> None:
+    """kubelet's links to our containers' logs, in a folder other nodes' kubelets may share."""
+    if LOG_LINKS.is_dir():
+        for link in LOG_LINKS.iterdir():
+            with contextlib.suppress(OSError):
+                if link.is_symlink() and str(link.readlink()).startswith(str(pod_logs)):
+                    link.unlink()
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -149,6 +162,10 @@ def _containerd_config(node: Node) -> str:
         '[plugins."io.containerd.internal.v1.opt"]', f'  path = "{state / "opt"}"',
         cri, f'  sandbox_image = "{images.PAUSE_IMAGE}"', '  stream_server_address = "127.0.0.1"',
         '  stream_server_port = "0"', "  enable_selinux = false", "  disable_apparmor = true",
+        # Pods' network namespaces in our state folder, not /run/netns.
+        "  netns_mounts_under_state_dir = true",
+        # No lower oom_score_adj than containerd's own: a host without CAP_SYS_RESOURCE refuses -998 otherwise.
+        "  restrict_oom_score_adj = true",
         f"{cri[:-1]}.containerd]", '  snapshotter = "overlayfs"', '  default_runtime_name = "runc"',
         runc, '  runtime_type = "io.containerd.runc.v2"',
         f"{runc[:-1]}.options]", "  SystemdCgroup = false", f'  Root = "{state / "runc"}"',
@@ -211,7 +228,7 @@ def _identity(plane: controlplane.ControlPlane, ca: pki.Authority, folder: Path,
 def prepare_host() -> tuple[dict[str, str], list[str]]:
     """Before the control plane starts: the node's address must exist for the API server to bind it."""
     before = hostnet.read_sysctls(), sorted(hostnet.netns_names())
-    hostnet.add_dummy(DUMMY_LINK, NODE_IP)
+    hostnet.add_address_link(NODE_LINK, NODE_IP)
     return before
 
 
@@ -225,7 +242,7 @@ def start(plane: controlplane.ControlPlane, state_dir: Path, *, host_before: tup
     node = Node(state_dir=state_dir, sysctls=host_before[0], netns_before=host_before[1],
                 binaries={n: str(bins / n) for n in ("kubelet", "kube-scheduler", "kube-proxy")}
                 | {"containerd": shutil.which("containerd") or "containerd"},
-                created_log_links=not LOG_LINKS.exists(), created_run_containerd=not Path("/run/containerd").exists())
+                created_folders=[f for f in HOST_FOLDERS if not Path(f).exists()])
     node.save()
     try:
         _start_processes(node, plane, archives, die_with_parent=die_with_parent)
@@ -279,16 +296,18 @@ def _ready(plane: controlplane.ControlPlane) -> bool:
     if resp.status_code != 200:
         return False
     conditions = resp.json().get("status", {}).get("conditions", [])
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    taints = resp.json().get("spec", {}).get("taints", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) and not taints
 
 
 def start_with_plane(state_dir: Path, *, die_with_parent: bool = True) -> tuple[controlplane.ControlPlane, Node]:
     """A control plane serving on the node's address, then the node (`state_dir/node`); all undone on failure."""
     host_before = prepare_host()
     try:
-        plane = controlplane.start(state_dir, die_with_parent=die_with_parent, node_ip=NODE_IP)
+        plane = controlplane.start(state_dir, die_with_parent=die_with_parent, node_ip=NODE_IP,
+                                   controllers=(*controlplane.DEFAULT_CONTROLLERS, *NODE_CONTROLLERS))
     except BaseException:
-        hostnet.delete_link(DUMMY_LINK)
+        hostnet.delete_link(NODE_LINK)
         raise
     try:
         return plane, start(plane, state_dir / "node", host_before=host_before, die_with_parent=die_with_parent)

@@ -43,6 +43,8 @@ def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[con
         yield plane, started
     finally:
         node.stop_with_plane(plane, started, remove_state=False)  # the component logs stay in pytest's tmp
+    left = started.leftovers()
+    assert not left, f"the node's stop left these behind: {left}"
 
 
 @pytest.fixture(scope="session")
