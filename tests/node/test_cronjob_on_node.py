@@ -130,6 +130,9 @@ def test_the_cronjob_fires_on_its_own(control_plane, api):
                    what="a Job the CronJob created itself to finish")
     finally:
         api.patch("CronJob", "nsscaler", {"spec": {"suspend": True}}, NAMESPACE)
+        # A Job a minute boundary may just have started must not act during the next test.
+        wait_until(lambda: not api.get("CronJob", "nsscaler", NAMESPACE).get("status", {}).get("active"),
+                   timeout=120, what="no Job of the CronJob running any more")
     (job, *_) = [j for j in created() if finished(api, j["metadata"]["name"])]
     assert_clean_success(job_result(control_plane, api, job["metadata"]["name"]))
 
