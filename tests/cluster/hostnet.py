@@ -81,33 +81,40 @@ def delete_new_netns(before: list[str]) -> None:
 
 
 # -- iptables ----------------------------------------------------------------------------------------
+def parse_save(text: str) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
+    """From `iptables-save` output: our chains as (table, chain), and the rules of other chains that jump into
+    ours as (table, the rule's arguments for `-D`). Pure, so that what would be deleted can be tested."""
+    table, chains, jumps = "", [], []
+    for line in text.splitlines():
+        if line.startswith("*"):
+            table = line[1:]
+        elif line.startswith(":") and line[1:].split()[0].startswith(_CHAIN_PREFIXES):
+            chains.append((table, line[1:].split()[0]))
+        elif line.startswith("-A ") and not line.split()[1].startswith(_CHAIN_PREFIXES):
+            rule = shlex.split(line)[1:]
+            targets = [rule[i + 1] for i, arg in enumerate(rule[:-1]) if arg in ("-j", "-g")]
+            if any(t.startswith(_CHAIN_PREFIXES) for t in targets):
+                jumps.append((table, rule))
+    return chains, jumps
+
+
+def _save(tool: str) -> str:
+    return subprocess.run([f"{tool}-save"], capture_output=True, text=True, check=False).stdout
+
+
 def our_chains() -> dict[str, list[str]]:
     """`{"iptables:nat": ["KUBE-SERVICES", ...], ...}`: the chains kubelet and kube-proxy created."""
     found: dict[str, list[str]] = {}
     for tool in ("iptables", "ip6tables"):
-        out = subprocess.run([f"{tool}-save"], capture_output=True, text=True, check=False).stdout
-        table = ""
-        for line in out.splitlines():
-            if line.startswith("*"):
-                table = line[1:]
-            elif line.startswith(":") and line[1:].split()[0].startswith(_CHAIN_PREFIXES):
-                found.setdefault(f"{tool}:{table}", []).append(line[1:].split()[0])
+        for table, chain in parse_save(_save(tool))[0]:
+            found.setdefault(f"{tool}:{table}", []).append(chain)
     return found
 
 
 def delete_chains() -> None:
     """Remove the jumps into our chains from the built-in ones, then flush and delete our chains."""
     for tool in ("iptables", "ip6tables"):
-        out = subprocess.run([f"{tool}-save"], capture_output=True, text=True, check=False).stdout
-        table, chains, jumps = "", [], []
-        for line in out.splitlines():
-            if line.startswith("*"):
-                table = line[1:]
-            elif line.startswith(":") and line[1:].split()[0].startswith(_CHAIN_PREFIXES):
-                chains.append((table, line[1:].split()[0]))
-            elif line.startswith("-A ") and not line.split()[1].startswith(_CHAIN_PREFIXES) and any(
-                    f"-j {p}" in line for p in _CHAIN_PREFIXES):
-                jumps.append((table, shlex.split(line)[1:]))
+        chains, jumps = parse_save(_save(tool))
         for table, rule in jumps:
             subprocess.run([tool, "-w", "-t", table, "-D", *rule], capture_output=True, check=False)
         for verb in ("-F", "-X"):

@@ -116,10 +116,14 @@ def _trust_hooks() -> list[str]:
             '--customize-hook=chroot "$1" update-ca-certificates --fresh']
 
 
+def upstream_version(debian_version: str) -> str:
+    """An image tag from a Debian package version: `1:1.35.0-4+b3` -> `1.35.0` (no epoch, no revision)."""
+    return re.sub(r"^\d+:|[-+~].*$", "", debian_version)
+
+
 def _debian_version(package: str) -> str:
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
-                         check=True).stdout
-    return re.sub(r"^\d+:|[-+~].*$", "", out)  # 1:1.35.0-4+b3 -> 1.35.0
+    return upstream_version(subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                                           text=True, check=True).stdout)
 
 
 def busybox_image() -> str:
@@ -152,10 +156,9 @@ def _build_pause(log: Path, work: Path) -> None:
                   config=["--entrypoint", '["/pause"]', "--user", "65535:65535"], log=log)
 
 
-def _build_busybox(log: Path, work: Path) -> None:
+def _build_busybox(log: Path, _work: Path) -> None:
     _from_scratch(busybox_image(), files={"/bin/busybox": Path("/usr/bin/busybox")},
                   config=["--entrypoint", '["/bin/busybox"]', "--cmd", "sh", "--env", "PATH=/bin"], log=log)
-    del work
 
 
 def _build_project(log: Path) -> None:
@@ -212,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.which == "project":
-            (cache_dir()).mkdir(parents=True, exist_ok=True)
+            cache_dir().mkdir(parents=True, exist_ok=True)
             _build_project(cache_dir() / "build.log")
             print(project_image())
         else:
