@@ -43,9 +43,10 @@ test-slow: install control-plane ## the long fault tests (crash loops, API serve
 	$(BIN)/pytest -m "slow and not node" $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: no slow test selected
 
 node-deps: ## (root) install the Debian packages a real node needs: containerd, runc, CNI plugins, buildah...
-	@if dpkg-query -W $(NODE_PACKAGES) >/dev/null 2>&1; then echo "node packages present"; else \
+	@if dpkg-query -W -f='$${db:Status-Status}\n' $(NODE_PACKAGES) 2>/dev/null | grep -qvx installed \
+		|| [ $$(dpkg-query -W $(NODE_PACKAGES) 2>/dev/null | wc -l) -ne $(words $(NODE_PACKAGES)) ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		$(NODE_PACKAGES); fi
+		$(NODE_PACKAGES); else echo "node packages present"; fi
 
 node-binaries: install control-plane ## build kubelet, kube-scheduler, kube-proxy once (cached beside the control plane)
 	$(BIN)/python -m tests.cluster build --node
