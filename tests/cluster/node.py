@@ -226,7 +226,12 @@ def _identity(plane: controlplane.ControlPlane, ca: pki.Authority, folder: Path,
 
 # -- starting --------------------------------------------------------------------------------------------
 def prepare_host() -> tuple[dict[str, str], list[str]]:
-    """Before the control plane starts: the node's address must exist for the API server to bind it."""
+    """Before the control plane starts: the node's address must exist for the API server to bind it. What a
+    crashed run left (its processes died with it) is taken over; a node still running is left alone."""
+    running = hostnet.processes_using(f"--hostname-override={NODE_NAME}")
+    if running:
+        raise RuntimeError(f"a node is already running on this host (kubelet pid {running[0]}): "
+                           f"`make node-down` where it was started")
     before = hostnet.read_sysctls(), sorted(hostnet.netns_names())
     hostnet.add_address_link(NODE_LINK, NODE_IP)
     return before
