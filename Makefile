@@ -10,6 +10,9 @@ OVERLAY ?= prod
 NAMESPACE ?= nsscaler
 JOB ?= nsscaler-manual-$(shell date +%s)
 PYTEST_ARGS ?=
+#: what a real node needs from Debian (`make node-deps`, as root)
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack buildah mmdebstrap busybox-static \
+	gcc libc6-dev
 
 .DEFAULT_GOAL := help
 
@@ -41,10 +44,30 @@ metrics-manifests: install ## regenerate the metrics component's PrometheusRule 
 	$(BIN)/python -m tests.metrics_component
 
 test: install control-plane metrics-tools ## the whole suite (unit, integration, e2e) against a real local control plane
-	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
 
 test-slow: install control-plane ## the long fault tests (crash loops, API server restarts)
-	$(BIN)/pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: no slow test selected
+	$(BIN)/pytest -m "slow and not node" $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: no slow test selected
+
+node-deps: ## (root) install the Debian packages a real node needs: containerd, runc, CNI plugins, buildah...
+	@if dpkg-query -W -f='$${db:Status-Status}\n' $(NODE_PACKAGES) 2>/dev/null | grep -qvx installed \
+		|| [ $$(dpkg-query -W $(NODE_PACKAGES) 2>/dev/null | wc -l) -ne $(words $(NODE_PACKAGES)) ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		$(NODE_PACKAGES); else echo "node packages present"; fi
+
+node-binaries: install control-plane ## build kubelet, kube-scheduler, kube-proxy once (cached beside the control plane)
+	$(BIN)/python -m tests.cluster build --node
+
+node-images: install node-deps ## (root) build the node's images offline: nsscaler, busybox, pause (cached)
+	$(BIN)/python -m tests.cluster.images
+
+test-node: install node-binaries node-images ## (root) the node tier: the CronJob's own image on a real node
+	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
+
+node-up: install node-binaries node-images ## (root) a control plane plus a Ready node (.cluster/kubeconfig)
+	@$(BIN)/python -m tests.cluster up --node
+
+node-down: cluster-down ## (root) stop the node and the control plane, undo every host change
 
 test-unit: install ## only the fast pure tests
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
@@ -67,11 +90,12 @@ run: install ## run the job once against KUBECONFIG (default: the local control 
 dry-run: install ## plan only, print the table of what would change
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(BIN)/nsscaler --dry-run
 
-manifests: install ## render an overlay (OVERLAY=prod|dry-run)
+manifests: install ## render an overlay (OVERLAY=prod|dry-run|local)
 	@$(BIN)/kubectl kustomize kustomize/overlays/$(OVERLAY)
 
-image: ## build the container image (needs a Docker engine)
-	docker build -t $(IMAGE):$(TAG) .
+image: ## build the container image (Docker; without a Docker engine: buildah, offline, as localhost/nsscaler)
+	@if command -v docker >/dev/null; then docker build -t $(IMAGE):$(TAG) .; \
+	else $(PYTHON) -m tests.cluster.images project; fi
 
 push: image ## push the container image
 	docker push $(IMAGE):$(TAG)
@@ -85,5 +109,6 @@ undeploy: install ## remove what deploy applied (the CRD too: NSScalers go with 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-.PHONY: help install control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up cluster-down demo bench run dry-run \
-	manifests image push deploy undeploy run-now
+.PHONY: help install control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
+	cluster-down demo bench run dry-run manifests image push deploy undeploy run-now node-deps node-binaries \
+	node-images test-node node-up node-down

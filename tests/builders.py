@@ -219,3 +219,18 @@ def wait_until(check: Callable[[], bool], *, timeout: float = 60, what: str = "c
             pass
         time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+#: a container that runs until told to stop, and stops at once on SIGTERM (busybox as PID 1 ignores it otherwise)
+_SLEEPER = ["/bin/busybox", "sh", "-c", "trap 'exit 0' TERM; while true; do /bin/busybox sleep 1; done"]
+
+
+def on_node(workload: dict[str, Any], image: str, *, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    """The workload's Pods really run on the local node (tests/node): a local image, never pulled, no token.
+    A `node_selector` no node matches keeps them Pending instead (many workloads, few Pods)."""
+    spec = workload["spec"]["template"]["spec"]
+    spec.update(terminationGracePeriodSeconds=2, enableServiceLinks=False, automountServiceAccountToken=False,
+                containers=[{"name": "app", "image": image, "imagePullPolicy": "Never", "command": _SLEEPER}])
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return workload

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cluster import build, controlplane
+from tests.cluster import build, controlplane, node
 
 DEFAULT_STATE = Path(".cluster")
 
@@ -21,17 +21,30 @@ def running(state: Path) -> controlplane.ControlPlane | None:
     return plane if plane.is_alive() and plane.is_ready() else None
 
 
-def up(state: Path) -> int:
+def running_node(state: Path) -> node.Node | None:
+    """The node `make node-up` left running in `state/node`, if it is alive."""
+    folder = state / "node"
+    if not (folder / "node.json").exists():
+        return None
+    found = node.Node.load(folder)
+    return found if found.is_alive() else None
+
+
+def up(state: Path, *, with_node: bool = False) -> int:
     kubeconfig = state / "kubeconfig"
-    if running(state):
+    if running(state) and (running_node(state) or not with_node):
         print(f"a control plane is already running from {state}; reusing it", file=sys.stderr)
     else:
         if (state / "state.json").exists():
-            controlplane.ControlPlane.load(state).stop()  # a dead or half-dead one: clear it first
+            down(state)  # a dead or half-dead one (or one without the node asked for): clear it first
         started = time.monotonic()
-        plane = controlplane.start(state.resolve(), die_with_parent=False)
+        if with_node:
+            plane, _ = node.start_with_plane(state.resolve(), die_with_parent=False)
+        else:
+            plane = controlplane.start(state.resolve(), die_with_parent=False)
         shutil.copy(plane.admin_kubeconfig, kubeconfig)
-        print(f"control plane ready at {plane.server} in {time.monotonic() - started:.1f}s", file=sys.stderr)
+        what = f"control plane and node {node.NODE_NAME}" if with_node else "control plane"
+        print(f"{what} ready at {plane.server} in {time.monotonic() - started:.1f}s", file=sys.stderr)
     print(f"export KUBECONFIG={kubeconfig.resolve()}")
     return 0
 
@@ -40,7 +53,13 @@ def down(state: Path) -> int:
     if not (state / "state.json").exists():
         print(f"no control plane state in {state}; nothing to stop", file=sys.stderr)
         return 0
-    controlplane.ControlPlane.load(state).stop()
+    plane = controlplane.ControlPlane.load(state)
+    if (state / "node" / "node.json").exists():
+        stopped = node.Node.load(state / "node")
+        stopped.stop(plane)
+        for item in stopped.leftovers():
+            print(f"left behind: {item}", file=sys.stderr)
+    plane.stop()
     shutil.rmtree(state, ignore_errors=True)
     print("control plane stopped and its state removed", file=sys.stderr)
     return 0
@@ -49,12 +68,13 @@ def down(state: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
     parser.add_argument("command", choices=["up", "down", "build", "status"])
+    parser.add_argument("--node", action="store_true", help="with `up`/`build`: a real node too (root)")
     parser.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state folder (default: .cluster)")
     args = parser.parse_args(argv)
     if args.command == "build":
-        return build.main([])
+        return build.main(["--node"] if args.node else [])
     if args.command == "up":
-        return up(args.state)
+        return up(args.state, with_node=args.node)
     if args.command == "down":
         return down(args.state)
     plane = running(args.state)

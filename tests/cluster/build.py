@@ -1,4 +1,5 @@
-"""Build etcd, kube-apiserver and kube-controller-manager from their Go modules, once, into a cache.
+"""Build etcd, kube-apiserver and kube-controller-manager (and, for a real node, kubelet, kube-scheduler and
+kube-proxy) from their Go modules, once, into a cache.
 
 Neither `k8s.io/kubernetes` nor etcd's server can be `go install`ed directly: their go.mod files replace
 sibling modules with local paths, and `go install` refuses modules with replace directives. So each is
@@ -25,6 +26,7 @@ from tests.cluster import versions
 
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", re.MULTILINE)
 _MANIFEST = "versions.json"
+_NODE_MANIFEST = "node-versions.json"
 
 
 def _go_env() -> dict[str, str]:
@@ -81,7 +83,8 @@ def _ldflags_kubernetes() -> str:
     return "-s -w " + " ".join(flags)
 
 
-def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
+def _build_kubernetes(work: Path, out: Path, log: Path, *, commands: dict[str, str]) -> None:
+    """Build `commands` (name -> Go package) from one wrapper module that imports exactly them."""
     mod = work / "kubernetes"
     mod.mkdir(parents=True, exist_ok=True)
     info = json.loads(_go_output(
@@ -90,7 +93,7 @@ def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
     staging = staging_modules(served)
     _progress(f"k8s.io/kubernetes {versions.KUBERNETES_VERSION}: pinning {len(staging)} staging modules "
               f"to {versions.STAGING_VERSION}")
-    imports = "\n".join(f'\t_ "{pkg}"' for pkg in versions.KUBERNETES_COMMANDS.values())
+    imports = "\n".join(f'\t_ "{pkg}"' for pkg in commands.values())
     tools = f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
     _write_module(mod, name="nsscaler.local/k8s-build",
                   requires={"k8s.io/kubernetes": versions.KUBERNETES_VERSION},
@@ -98,12 +101,22 @@ def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
     (mod / "tools.go").write_text(tools)
     _progress("resolving Kubernetes dependencies (go mod tidy)")
     _run(["go", "mod", "tidy"], cwd=mod, log=log)
-    for name, pkg in versions.KUBERNETES_COMMANDS.items():
+    for name, pkg in commands.items():
         _progress(f"compiling {name} (the slow part: several minutes on 2 cores)")
         started = time.monotonic()
+        # Written under a temporary name and renamed: a killed build never leaves a binary that looks done.
+        partial = out / f".{name}.partial"
         _run(["go", "build", "-trimpath", "-tags", "tools", "-ldflags", _ldflags_kubernetes(),
-              "-o", str(out / name), pkg], cwd=mod, log=log)
+              "-o", str(partial), pkg], cwd=mod, log=log)
+        partial.replace(out / name)
         _progress(f"{name} built in {time.monotonic() - started:.0f}s")
+
+
+def kubernetes_source() -> Path:
+    """The k8s.io/kubernetes module's files (from the Go module cache; downloaded if missing)."""
+    info = json.loads(_go_output(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.KUBERNETES_VERSION}"],
+                                 cwd=Path.home()))
+    return Path(info["Dir"])
 
 
 def _build_etcd(work: Path, out: Path, log: Path) -> None:
@@ -124,48 +137,83 @@ def _progress(message: str) -> None:
     print(f"[cluster build {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def is_built(out: Path | None = None) -> bool:
-    """A build is complete only once its manifest exists: it is written last."""
+def is_built(out: Path | None = None, *, node: bool = False) -> bool:
+    """A build is complete only once its manifest exists: it is written last. The control plane's
+    manifest and binaries are exactly those of earlier versions of this file, which share the cache."""
     out = out or versions.bin_dir()
-    return (out / _MANIFEST).exists() and all((out / b).exists() for b in versions.BINARIES)
+    done = (out / _MANIFEST).exists() and all((out / b).exists() for b in versions.BINARIES)
+    if node:
+        done = done and (out / _NODE_MANIFEST).exists() and all((out / b).exists() for b in versions.NODE_BINARIES)
+    return done
 
 
-def ensure_built(*, force: bool = False) -> Path:
-    """Return the folder with the three binaries, building them first if the cache lacks them."""
+def _missing(out: Path, names: tuple[str, ...], *, force: bool) -> list[str]:
+    return [name for name in names if force or not (out / name).exists()]
+
+
+def _build_control_plane(out: Path, work: Path, log: Path, *, force: bool) -> None:
+    """Only the missing binaries: an interrupted build resumes instead of starting over."""
+    started = time.monotonic()
+    (out / _MANIFEST).unlink(missing_ok=True)
+    if _missing(out, ("etcd",), force=force):
+        _build_etcd(work, out, log)
+    wanted = _missing(out, tuple(versions.KUBERNETES_COMMANDS), force=force)
+    if wanted:
+        _build_kubernetes(work, out, log, commands={n: versions.KUBERNETES_COMMANDS[n] for n in wanted})
+    manifest = {
+        "kubernetes": versions.KUBERNETES_VERSION,
+        "etcd": versions.ETCD_VERSION,
+        "build_seconds": round(time.monotonic() - started),
+        "sizes_bytes": {b: (out / b).stat().st_size for b in versions.BINARIES},
+    }
+    (out / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    _progress(f"control plane done in {manifest['build_seconds']}s")
+
+
+def _build_node(out: Path, work: Path, log: Path, *, force: bool) -> None:
+    started = time.monotonic()
+    (out / _NODE_MANIFEST).unlink(missing_ok=True)
+    wanted = _missing(out, versions.NODE_BINARIES, force=force)
+    if wanted:
+        _build_kubernetes(work, out, log, commands={n: versions.NODE_COMMANDS[n] for n in wanted})
+    manifest = {
+        "kubernetes": versions.KUBERNETES_VERSION,
+        "build_seconds": round(time.monotonic() - started),
+        "sizes_bytes": {b: (out / b).stat().st_size for b in versions.NODE_BINARIES},
+    }
+    (out / _NODE_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    _progress(f"node binaries done in {manifest['build_seconds']}s")
+
+
+def ensure_built(*, force: bool = False, node: bool = False) -> Path:
+    """Return the folder with the control plane's binaries (and the node's, with `node=True`), building
+    whatever the cache lacks first."""
     out = versions.bin_dir()
-    if is_built(out) and not force:
+    if is_built(out, node=node) and not force:
         return out
     out.mkdir(parents=True, exist_ok=True)
     # One build at a time: a second caller waits, then finds the finished cache.
     with (out.parent / f"{out.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_built(out) and not force:
-            return out
-        (out / _MANIFEST).unlink(missing_ok=True)
         work = out.parent / f"{out.name}-src"
         log = out / "build.log"
-        log.write_text("")
-        _progress(f"building the local control plane into {out} (first run only; log: {log})")
-        started = time.monotonic()
-        _build_etcd(work, out, log)
-        _build_kubernetes(work, out, log)
-        manifest = {
-            "kubernetes": versions.KUBERNETES_VERSION,
-            "etcd": versions.ETCD_VERSION,
-            "build_seconds": round(time.monotonic() - started),
-            "sizes_bytes": {b: (out / b).stat().st_size for b in versions.BINARIES},
-        }
-        (out / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        _progress(f"done in {manifest['build_seconds']}s")
+        if force or not is_built(out):
+            log.write_text("")
+            _progress(f"building the local control plane into {out} (first run only; log: {log})")
+            _build_control_plane(out, work, log, force=force)
+        if node and (force or not is_built(out, node=True)):
+            _progress(f"building kubelet, kube-scheduler, kube-proxy into {out} (first run only; log: {log})")
+            _build_node(out, work, log, force=force)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache has the binaries")
+    parser.add_argument("--node", action="store_true", help="also kubelet, kube-scheduler and kube-proxy")
     args = parser.parse_args(argv)
     try:
-        print(ensure_built(force=args.force))
+        print(ensure_built(force=args.force, node=args.node))
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -36,6 +36,9 @@ DEFAULT_CONTROLLERS = (
 BENCH_CONTROLLERS = ("namespace", "garbagecollector", "serviceaccount", "serviceaccount-token",
                      "root-ca-cert-publisher")
 _SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+SERVICE_CIDR = "10.0.0.0/24"
+#: the `kubernetes` Service's ClusterIP: the first address of SERVICE_CIDR
+KUBERNETES_SERVICE_IP = "10.0.0.1"
 _START_TIMEOUT = 120.0
 
 
@@ -208,18 +211,31 @@ def _wait_for(check: Callable[[], bool], *, what: str, plane: ControlPlane,
     raise RuntimeError(f"control plane did not become ready ({what})\n{plane.log_tails()}")
 
 
+def _node_flags(ca: pki.Authority, node_ip: str) -> list[str]:
+    """For a real node: the API server listens on the node's address (where Pods reach it through the
+    `kubernetes` Service), publishes that address as the Service's endpoint and can reach kubelet for logs."""
+    cert, key = ca.issue("apiserver-kubelet-client", common_name="kube-apiserver-kubelet-client",
+                         organization="system:masters")
+    return [f"--bind-address={node_ip}", f"--advertise-address={node_ip}", "--endpoint-reconciler-type=lease",
+            f"--kubelet-client-certificate={cert}", f"--kubelet-client-key={key}",
+            "--kubelet-preferred-address-types=InternalIP"]
+
+
 def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS,
-          die_with_parent: bool = True) -> ControlPlane:
-    """Start a fresh control plane in `state_dir`; on any failure, stop what was started and raise."""
+          die_with_parent: bool = True, node_ip: str | None = None) -> ControlPlane:
+    """Start a fresh control plane in `state_dir`; on any failure, stop what was started and raise.
+    With `node_ip`, it serves a real node (see `tests.cluster.node`) on that address instead of loopback."""
     bins = build.ensure_built()
     state_dir.mkdir(parents=True, exist_ok=True)
     pki_dir = state_dir / "pki"
     ca = pki.Authority(pki_dir)
-    serving_cert, serving_key = ca.issue("apiserver", common_name="kube-apiserver", server=True)
+    serving_cert, serving_key = ca.issue("apiserver", common_name="kube-apiserver", server=True,
+                                         extra_ips=(node_ip, KUBERNETES_SERVICE_IP) if node_ip else ())
     admin_cert, admin_key = ca.issue("admin", common_name="nsscaler-test-admin", organization="system:masters")
     sa_private, sa_public = ca.service_account_keys()
     etcd_port, etcd_peer, api_port, kcm_port = free_ports(4)
-    plane = ControlPlane(state_dir=state_dir, server=f"https://127.0.0.1:{api_port}", ca_cert=ca.ca_cert,
+    plane = ControlPlane(state_dir=state_dir, server=f"https://{node_ip or '127.0.0.1'}:{api_port}",
+                         ca_cert=ca.ca_cert,
                          admin_cert=admin_cert, admin_key=admin_key,
                          admin_kubeconfig=state_dir / "admin.kubeconfig",
                          binaries={name: str(bins / name) for name in build.versions.BINARIES},
@@ -241,7 +257,7 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
             f"--cert-dir={state_dir / 'apiserver-certs'}",
             f"--tls-cert-file={serving_cert}", f"--tls-private-key-file={serving_key}",
             f"--client-ca-file={ca.ca_cert}", "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=PodSecurity", "--service-cluster-ip-range=10.0.0.0/24",
+            "--enable-admission-plugins=PodSecurity", f"--service-cluster-ip-range={SERVICE_CIDR}",
             f"--service-account-issuer={_SA_ISSUER}", f"--service-account-key-file={sa_public}",
             f"--service-account-signing-key-file={sa_private}", "--profiling=false",
             # The default reconciler would publish 127.0.0.1 as the `kubernetes` Service endpoint: invalid.
@@ -256,6 +272,8 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
             f"--root-ca-file={ca.ca_cert}", "--concurrent-deployment-syncs=10", "--v=1",
         ],
     }
+    if node_ip:  # later flags win: these replace the loopback-only ones above
+        commands["kube-apiserver"] += _node_flags(ca, node_ip)
     (state_dir / "kube-apiserver.args.json").write_text(json.dumps(commands["kube-apiserver"]))
     try:
         plane.pids["etcd"] = _spawn(commands["etcd"], state_dir / "etcd.log", die_with_parent=die_with_parent)

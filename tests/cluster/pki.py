@@ -67,8 +67,9 @@ class Authority:
         return authority
 
     def issue(self, stem: str, *, common_name: str, organization: str | None = None,
-              server: bool = False) -> tuple[Path, Path]:
-        """Write `<stem>.crt` and `<stem>.key`; a server certificate is valid for loopback."""
+              server: bool = False, extra_ips: tuple[str, ...] = ()) -> tuple[Path, Path]:
+        """Write `<stem>.crt` and `<stem>.key`; a server certificate is valid for loopback (and `extra_ips`,
+        e.g. a node's address and the `kubernetes` Service's ClusterIP, which Pods connect to)."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
         builder = (
@@ -85,7 +86,8 @@ class Authority:
         if server:
             builder = builder.add_extension(x509.SubjectAlternativeName([
                 x509.DNSName("localhost"), x509.DNSName("kubernetes.default.svc"),
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                x509.DNSName("kubernetes.default.svc.cluster.local"),
+                *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", *extra_ips)),
             ]), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
         cert_path, key_path = self.folder / f"{stem}.crt", self.folder / f"{stem}.key"

@@ -20,6 +20,16 @@ KUBERNETES_COMMANDS = {
 }
 BINARIES = ("etcd", *KUBERNETES_COMMANDS)
 
+#: a real node (`make test-node` only): built on demand into the same folder, never needed by `make test`
+NODE_COMMANDS = {
+    "kubelet": "k8s.io/kubernetes/cmd/kubelet",
+    "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
+}
+NODE_BINARIES = tuple(NODE_COMMANDS)
+#: the sandbox image's tag: the one kubeadm of this Kubernetes version pins (build/pause/Makefile's TAG)
+PAUSE_VERSION = "3.10.2"
+
 
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

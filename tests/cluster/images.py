@@ -1,0 +1,231 @@
+"""The node's container images, built here without any registry: nothing is ever pulled.
+
+- a Python base image from Debian packages (mmdebstrap), tagged as the Dockerfile's `FROM`, so the project's own
+  Dockerfile builds unchanged with `buildah bud` (its `RUN pip` reaches the package index, as with Docker);
+- nsscaler's image, from that Dockerfile;
+- a workload image: Debian's static busybox, for Deployments and StatefulSets whose Pods really run;
+- the sandbox (pause) image, compiled from `build/pause/linux/pause.c` of the k8s.io/kubernetes module.
+
+Each image is saved as a docker-archive under `~/.cache/nsscaler/images/`, keyed by what it is built from, so a
+second run rebuilds nothing; containerd imports the archives into its `k8s.io` namespace at every node start.
+Buildah keeps its own storage there too (vfs driver: no mounts are left behind). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.cluster import build, versions
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Debian packages of the base image: what the Dockerfile's stages use (`python -m pip`, `python -m venv`)
+BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates")
+SUITE = "bookworm"
+PAUSE_IMAGE = f"localhost/nsscaler/pause:{versions.PAUSE_VERSION}"
+#: what the project image is built from: a change to any of these builds it again
+_PROJECT_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "job")
+
+
+def cache_dir() -> Path:
+    return versions.cache_root() / "images"
+
+
+def _buildah(*args: str, log: Path, cwd: Path | None = None) -> str:
+    storage = cache_dir() / "storage"
+    cmd = ["buildah", "--root", str(storage / "root"), "--runroot", str(storage / "run"),
+           "--storage-driver", "vfs", *args]
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n")
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    with log.open("a") as out:
+        out.write(result.stdout + result.stderr)
+    if result.returncode:
+        raise RuntimeError(f"`{' '.join(cmd)}` failed (exit {result.returncode}); log {log}:\n{result.stderr[-3000:]}")
+    return result.stdout.strip()
+
+
+def _progress(message: str) -> None:
+    print(f"[images {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def dockerfile_base() -> str:
+    """The Dockerfile's first `FROM` image: the name the Debian base is tagged as."""
+    match = re.search(r"^FROM\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
+    assert match, "the Dockerfile has no FROM"
+    return match[1]
+
+
+def _from_scratch(name: str, *, files: dict[str, Path], config: list[str], log: Path) -> None:
+    """An image of a few files: `files` maps a path in the image to a file here."""
+    ctr = _buildah("from", "scratch", log=log)
+    try:
+        for dest, src in files.items():
+            _buildah("add", "--chmod", "0755", ctr, str(src), dest, log=log)
+        _buildah("config", *config, ctr, log=log)
+        _buildah("commit", "--quiet", ctr, name, log=log)
+    finally:
+        _buildah("rm", ctr, log=log)
+
+
+def _save(name: str, archive: Path, *, log: Path) -> None:
+    partial = archive.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    _buildah("push", "--quiet", name, f"docker-archive:{partial}:{name}", log=log)
+    partial.replace(archive)
+
+
+def _build_base(log: Path) -> None:
+    name = dockerfile_base()
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        rootfs = Path(tmp) / "rootfs.tar"
+        _progress(f"mmdebstrap {SUITE} with {', '.join(BASE_PACKAGES)} (from this host's apt sources)")
+        sources = [str(p) for p in sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))]
+        sources += [p for p in ["/etc/apt/sources.list"] if Path(p).is_file() and Path(p).read_text().strip()]
+        with log.open("a") as out:
+            subprocess.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
+                            f"--include={','.join(BASE_PACKAGES)}",
+                            "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
+                            "--dpkgopt=path-exclude=/usr/share/locale/*", *_trust_hooks(), SUITE, str(rootfs),
+                            *sources],
+                           stdout=out, stderr=subprocess.STDOUT, check=True)
+        ctr = _buildah("from", "scratch", log=log)
+        try:
+            _buildah("add", ctr, str(rootfs), "/", log=log)
+            _buildah("config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                     "--env", "LANG=C.UTF-8", "--cmd", "python3", ctr, log=log)
+            _buildah("commit", "--quiet", ctr, name, log=log)
+        finally:
+            _buildah("rm", ctr, log=log)
+
+
+def _trust_hooks() -> list[str]:
+    """The base image trusts the certificate authorities this host added locally (as a company's base image
+    would): `RUN pip` then reaches the package index through whatever TLS inspection the host's network does."""
+    local = Path("/usr/local/share/ca-certificates")
+    if not any(local.glob("*.crt")):
+        return []
+    return [f"--customize-hook=copy-in {' '.join(str(p) for p in sorted(local.glob('*.crt')))} {local}",
+            '--customize-hook=chroot "$1" update-ca-certificates --fresh']
+
+
+def upstream_version(debian_version: str) -> str:
+    """An image tag from a Debian package version: `1:1.35.0-4+b3` -> `1.35.0` (no epoch, no revision)."""
+    return re.sub(r"^\d+:|[-+~].*$", "", debian_version)
+
+
+def _debian_version(package: str) -> str:
+    return upstream_version(subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                                           text=True, check=True).stdout)
+
+
+def busybox_image() -> str:
+    return f"localhost/nsscaler/busybox:{_debian_version('busybox-static')}"
+
+
+def project_image() -> str:
+    from_init = re.search(r'__version__ = "(.+)"', (ROOT / "job" / "__init__.py").read_text())
+    assert from_init
+    return f"localhost/nsscaler:{from_init[1]}"
+
+
+def _project_digest() -> str:
+    digest = hashlib.sha256()
+    for name in _PROJECT_INPUTS:
+        path = ROOT / name
+        for file in sorted([path] if path.is_file() else path.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                digest.update(str(file.relative_to(ROOT)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _build_pause(log: Path, work: Path) -> None:
+    source = build.kubernetes_source() / "build" / "pause" / "linux" / "pause.c"
+    binary = work / "pause"
+    subprocess.run(["gcc", "-Os", "-Wall", "-Werror", "-static", f"-DVERSION=v{versions.PAUSE_VERSION}",
+                    "-o", str(binary), str(source)], check=True, capture_output=True)
+    subprocess.run(["strip", str(binary)], check=True)
+    _from_scratch(PAUSE_IMAGE, files={"/pause": binary},
+                  config=["--entrypoint", '["/pause"]', "--user", "65535:65535"], log=log)
+
+
+def _build_busybox(log: Path, _work: Path) -> None:
+    _from_scratch(busybox_image(), files={"/bin/busybox": Path("/usr/bin/busybox")},
+                  config=["--entrypoint", '["/bin/busybox"]', "--cmd", "sh", "--env", "PATH=/bin"], log=log)
+
+
+def _build_project(log: Path) -> None:
+    base = dockerfile_base()
+    if not _buildah("images", "--quiet", "--filter", f"reference={base}", log=log):
+        _build_base(log)
+    _progress(f"buildah bud of the Dockerfile (FROM {base}, built here)")
+    # chroot isolation and the host network: no CNI of buildah's own, and `RUN pip` reaches the index.
+    _buildah("bud", "--pull-never", "--isolation", "chroot", "--network", "host", "--layers=false",
+             "-t", project_image(), "-f", "Dockerfile", ".", log=log, cwd=ROOT)
+
+
+def archives() -> dict[str, Path]:
+    """Image name -> its docker-archive in the cache (which may not exist yet)."""
+    folder = cache_dir()
+    return {
+        PAUSE_IMAGE: folder / f"pause-{versions.PAUSE_VERSION}.tar",
+        busybox_image(): folder / f"busybox-{busybox_image().rsplit(':', 1)[1]}.tar",
+        project_image(): folder / f"nsscaler-{project_image().rsplit(':', 1)[1]}-{_project_digest()}.tar",
+    }
+
+
+def ensure_images() -> dict[str, Path]:
+    """Build whichever of the three images the cache lacks; return name -> archive."""
+    wanted = archives()
+    if all(path.exists() for path in wanted.values()):
+        return wanted
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "images.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        log = folder / "build.log"
+        builders = {PAUSE_IMAGE: _build_pause, busybox_image(): _build_busybox}
+        for name, archive in wanted.items():
+            if archive.exists():
+                continue
+            started = time.monotonic()
+            _progress(f"building {name} (log: {log})")
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                if name in builders:
+                    builders[name](log, Path(tmp))
+                else:
+                    _build_project(log)
+                    for stale in folder.glob(f"nsscaler-{name.rsplit(':', 1)[1]}-*.tar"):
+                        stale.unlink()
+            _save(name, archive, log=log)
+            _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
+    return wanted
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("which", nargs="?", choices=["all", "project"], default="all")
+    args = parser.parse_args(argv)
+    try:
+        if args.which == "project":
+            cache_dir().mkdir(parents=True, exist_ok=True)
+            _build_project(cache_dir() / "build.log")
+            print(project_image())
+        else:
+            for name, path in ensure_images().items():
+                print(f"{name}\t{path}")
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
