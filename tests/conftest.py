@@ -134,3 +134,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests run nsscaler against the local control plane only: never a user's real cluster.
     for var in [k for k in os.environ if k.startswith("NSSCALER_")] + ["KUBECONFIG"]:
         os.environ.pop(var, None)
+
+
+@pytest.fixture
+def admin_token(api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str) -> Iterator[str]:
+    """A ServiceAccount bound to cluster-admin, as a bearer token: the fault proxy passes tokens through
+    (not client certificates)."""
+    ns = prefix + "sa"
+    api.create(builders.namespace(ns))
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": ns}})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{prefix}runner"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": ns}]})
+    yield control_plane.service_account_token(ns, "runner")
+    api.delete("ClusterRoleBinding", f"{prefix}runner")

@@ -44,20 +44,6 @@ def restored(originals: dict) -> dict:
     return {key: (count, None) for key, count in originals.items()}
 
 
-@pytest.fixture
-def admin_token(api: AdminApi, control_plane, prefix) -> str:
-    """A ServiceAccount bound to cluster-admin: the proxy passes bearer tokens through (not client certs)."""
-    ns = prefix + "sa"
-    api.create(builders.namespace(ns))
-    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": ns}})
-    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": f"{prefix}runner"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": ns}]})
-    yield control_plane.service_account_token(ns, "runner")
-    api.delete("ClusterRoleBinding", f"{prefix}runner")
-
-
 def test_flaky_api_loses_nothing_and_next_run_converges(api, control_plane, run_job, prefix, admin_token, tmp_path):
     originals = family(api, prefix, 50)
     api.create(builders.nsscaler(f"{prefix}p", prefix + "n", []))

@@ -54,20 +54,6 @@ def test_kinds(api: AdminApi) -> None:
     crds.install(api, crds.TEST_KINDS)
 
 
-@pytest.fixture
-def admin_token(api: AdminApi, control_plane, prefix) -> Any:
-    """A ServiceAccount bound to cluster-admin: the fault proxy passes bearer tokens through."""
-    ns = prefix + "sa"
-    api.create(builders.namespace(ns))
-    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": ns}})
-    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": f"{prefix}runner"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": ns}]})
-    yield control_plane.service_account_token(ns, "runner")
-    api.delete("ClusterRoleBinding", f"{prefix}runner")
-
-
 def test_running_job_is_suspended_its_pods_go_and_it_resumes_a_finished_job_is_untouched(api, run_job, prefix):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))

@@ -104,15 +104,23 @@ def test_the_container_runs_as_uid_10001_read_only_with_in_pod_credentials(contr
     assert seen["image_python"].startswith("/opt/nsscaler/"), seen
 
 
+def _aggregated_grants_pods(api) -> bool:
+    return any(r.get("resources") == ["pods"] for r in api.get("ClusterRole", "nsscaler").get("rules") or [])
+
+
 def test_exit_2_on_a_missing_permission_fails_the_job_at_once(control_plane, api):
-    role = api.get("ClusterRole", "nsscaler")
+    # The ServiceAccount's ClusterRole is aggregated: the rule goes from the labelled base role, and the
+    # aggregation controller takes it out of `nsscaler` (an edit of `nsscaler` itself would be undone).
+    role = api.get("ClusterRole", "nsscaler-base")
     kept = [r for r in role["rules"] if r["resources"] != ["pods"]]
     assert len(kept) == len(role["rules"]) - 1
-    api.patch("ClusterRole", "nsscaler", {"rules": kept})
+    api.patch("ClusterRole", "nsscaler-base", {"rules": kept})
     try:
+        wait_until(lambda: not _aggregated_grants_pods(api), timeout=30, what="the aggregated role to lose pods")
         result = run_cronjob_now(control_plane, api)
     finally:
-        apply_manifest(control_plane.admin_kubeconfig, OVERLAY, kustomize=True)  # the Role as shipped again
+        apply_manifest(control_plane.admin_kubeconfig, OVERLAY, kustomize=True)  # the roles as shipped again
+        wait_until(lambda: _aggregated_grants_pods(api), timeout=30, what="the aggregated role to grant pods again")
     failed = result.condition("Failed")
     assert failed and failed["reason"] == "PodFailurePolicy", result.job["status"]
     assert result.job["status"].get("failed") == 1 and len(result.pods) == 1, result.job["status"]
