@@ -11,6 +11,8 @@ Pure: decisions from the plan's workload actions and the observed autoscalers, n
   workload restored while KEDA still holds it at zero.
 - An HPA with `minReplicas: 0` can scale a frozen workload up again (with `minReplicas >= 1` the HPA
   controller does not act on a workload at 0 replicas): a problem in the policy's status, saying what to do.
+  The report stays while the HPA does: a later run that only keeps workloads frozen reads the HPAs again
+  for the policies whose status names one, and for no other, so a plain steady state still reads none.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from job.kinds import Kind, MalformedRecord
 from job.plan import Action, Problem, Verb
+from job.policy import InvalidPolicy, Policy
 from job.workloads import ANNOTATION_SCALED_BY, LABEL_SCALED, Workload, from_api
 
 KEDA_GROUP = "keda.sh"
@@ -31,6 +34,8 @@ ANNOTATION_ORIGINAL_PAUSED = "nsscaler.wubw.fun/original-paused-replicas"
 HPA_API_VERSION = "autoscaling/v2"
 HPA_PLURAL = "horizontalpodautoscalers"
 SCALED_OBJECT = Kind("ScaledObject.keda.sh")
+#: the words by which a policy's status names an HPA with minReplicas 0 (written and read only here)
+_HPA_MIN_0 = "has minReplicas 0 and targets"
 
 
 @dataclass(frozen=True)
@@ -152,18 +157,33 @@ def plan_scaled_objects(actions: Sequence[Action], scaled_objects: Iterable[Scal
     return out
 
 
-def hpa_problems(actions: Sequence[Action], hpas: Iterable[dict[str, Any]]) -> list[Problem]:
-    """HPAs with minReplicas 0 aimed at a workload being frozen: they can scale it up again."""
-    freezes = {_key(a.workload): a for a in actions if a.verb is Verb.FREEZE}
+def hpa_rechecks(policies: Sequence[Policy | InvalidPolicy], actions: Sequence[Action],
+                 workloads: Iterable[Workload]) -> list[tuple[str, Workload]]:
+    """(policy, workload) for each workload a policy keeps frozen this run (its record, no action on it) when
+    that policy's last status named an HPA with minReplicas 0: whether it still applies needs the HPAs."""
+    named = {p.name for p in policies if isinstance(p, Policy)
+             and any(_HPA_MIN_0 in str(f) for f in p.status.get("failures") or [])}
+    acted = {a.workload.key for a in actions}
+    return [(w.scaled_by, w) for w in workloads
+            if w.scaled_by is not None and w.scaled_by in named and w.has_record and w.key not in acted]
+
+
+def hpa_problems(actions: Sequence[Action], hpas: Iterable[dict[str, Any]], *,
+                 kept: Iterable[tuple[str, Workload]] = ()) -> list[Problem]:
+    """HPAs with minReplicas 0 aimed at a workload being frozen, or kept frozen (`kept`, from `hpa_rechecks`):
+    they can scale it up again."""
+    frozen = {_key(a.workload): (a.policy, a.workload) for a in actions if a.verb is Verb.FREEZE}
+    frozen |= {_key(w): (policy, w) for policy, w in kept}
     problems = []
     for hpa in hpas:
         meta, spec = hpa.get("metadata") or {}, hpa.get("spec") or {}
-        freeze = freezes.get(_target(str(meta.get("namespace", "")), spec.get("scaleTargetRef") or {}))
-        if freeze is None or int(spec.get("minReplicas", 1)) != 0:
+        target = frozen.get(_target(str(meta.get("namespace", "")), spec.get("scaleTargetRef") or {}))
+        if target is None or int(spec.get("minReplicas", 1)) != 0:
             continue
-        problems.append(Problem(freeze.policy, freeze.workload, (
-            f"HorizontalPodAutoscaler {meta.get('name')} in {meta.get('namespace')} has minReplicas 0 and "
-            f"targets {freeze.workload.ref}: it can scale the frozen workload up again while the namespace is "
+        policy, workload = target
+        problems.append(Problem(policy, workload, (
+            f"HorizontalPodAutoscaler {meta.get('name')} in {meta.get('namespace')} {_HPA_MIN_0} "
+            f"{workload.ref}: it can scale the frozen workload up again while the namespace is "
             f"held. Set its minReplicas to 1 or more (an HPA leaves a workload at 0 replicas alone), or "
             f"annotate the workload nsscaler.wubw.fun/exclude=true")))
     return problems

@@ -17,7 +17,7 @@ from job import observe, pods
 from job import policy as policy_api
 from job.apply import ActionResult, Applier, Replan
 from job.apply import record_event as _record_event
-from job.autoscalers import hpa_problems, plan_scaled_objects, scaled_object, scaled_object_action
+from job.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object, scaled_object_action
 from job.errors import ApiError
 from job.kube import Kube
 from job.observe import required_access
@@ -28,6 +28,7 @@ from job.plan import Action, Plan, Problem, Verb, kinds_in_use, make_plan
 from job.policy import InvalidPolicy, Policy
 from job.settings import Settings
 from job.status import PolicyOutcome, build_status
+from job.workloads import Workload
 
 log = logging.getLogger(__name__)
 
@@ -134,15 +135,9 @@ def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], *, settings: Sett
 def _apply(kube: Kube, applier: Applier, plan: Plan) -> list[ActionResult]:
     """The plan's actions, with the KEDA ScaledObjects of the workloads they change: resumed before their
     workload is restored (a failed resume holds that restore back), paused after it is frozen. Runs that
-    change nothing read no autoscaler at all, so a steady state costs no request for them."""
+    change nothing read no ScaledObject, so a steady state costs no request for them."""
     if not any(a.verb in (Verb.FREEZE, Verb.RESTORE) for a in plan.actions):
         return applier.apply(plan.actions)
-    freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
-    if freezes:
-        try:
-            plan.problems += hpa_problems(freezes, observe.hpas(kube))
-        except ApiError as exc:
-            plan.problems += [Problem(a.policy, a.workload, f"could not read HPAs: {exc}") for a in freezes[:1]]
     held_back: dict[int, str] = {}
     try:
         keda = plan_scaled_objects(plan.actions, observe.scaled_objects(kube))
@@ -160,6 +155,19 @@ def _apply(kube: Kube, applier: Applier, plan: Plan) -> list[ActionResult]:
     held = [ActionResult(a, "failed", held_back[id(a)]) for a in plan.actions if id(a) in held_back]
     paused = _apply_autoscaler_actions(applier, [(a, t) for a, t in keda.pauses if id(t) in done])
     return resumed + applied + held + paused
+
+
+def _report_hpas(kube: Kube, plan: Plan, kept: list[tuple[str, Workload]]) -> None:
+    """HPAs with minReplicas 0 on the workloads being frozen, or `kept` frozen by a policy whose status
+    named one: read only then, so a steady state without such a report costs no request for them."""
+    freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
+    if not freezes and not kept:
+        return
+    try:
+        plan.problems += hpa_problems(freezes, observe.hpas(kube), kept=kept)
+    except ApiError as exc:
+        first = [(a.policy, a.workload) for a in freezes[:1]] or kept[:1]
+        plan.problems += [Problem(policy, w, f"could not read HPAs: {exc}") for policy, w in first]
 
 
 def _apply_autoscaler_actions(applier: Applier, pairs: list[tuple[Action, Action]]) -> list[ActionResult]:
@@ -202,10 +210,12 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
         drain = drain_api.Drain(pods.Census(),
                                 gitops_managed=drain_api.gitops_managed(policies, plan=plan, workloads=workloads))
+        kept = hpa_rechecks(policies, plan.actions, workloads)
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
         applier = Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
                           selection=plan.selection)
+        _report_hpas(kube, plan, kept)
         report.results = _apply(kube, applier, plan)
         _record_reverts(kube, report.results, settings=settings, now=now)
         phase("apply")

@@ -116,12 +116,17 @@ def replicaset(ns: str, name: str, replicas: int, *, kind: str = "ReplicaSet") -
 
 
 def hpa(ns: str, name: str, target: str, *, min_replicas: int, max_replicas: int = 5) -> dict[str, Any]:
+    """An HPA on CPU; with `min_replicas=0` on an External metric instead, the only kind the API accepts
+    for scale-to-zero (no external metrics server runs here, so the controller never scales on it)."""
+    metric: dict[str, Any] = {"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
+    if min_replicas == 0:
+        metric = {"type": "External", "external": {"metric": {"name": "queue_length"},
+                                                   "target": {"type": "AverageValue", "averageValue": "5"}}}
     return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-                     "minReplicas": min_replicas, "maxReplicas": max_replicas,
-                     "metrics": [{"type": "Resource", "resource": {
-                         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}}
+                     "minReplicas": min_replicas, "maxReplicas": max_replicas, "metrics": [metric]}}
 
 
 def scaled_object(ns: str, name: str, target: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:

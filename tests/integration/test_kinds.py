@@ -295,3 +295,51 @@ def test_the_real_hpa_controller_leaves_a_frozen_deployment_at_zero_and_restore_
     api.delete("NSScaler", f"{prefix}p")
     assert run_job().exit_code == 0
     assert api.replicas("Deployment", ns, "web") == 2
+
+
+def test_an_hpa_with_min_replicas_0_on_a_frozen_deployment_is_named_in_the_status_until_it_is_fixed(
+        api, run_job, prefix):
+    """The API server runs with the HPAScaleToZero gate and the real HPA controller watches this HPA. No external
+    metrics server runs, so the controller never scales on its metric: the risk is reported, not acted out."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.deployment(ns, "web", 2))
+    api.create(builders.hpa(ns, "web-hpa", "web", min_replicas=0))
+    assert api.get("HorizontalPodAutoscaler", "web-hpa", ns)["spec"]["minReplicas"] == 0
+
+    def hpa_controller_saw_it() -> bool:
+        conditions = api.get("HorizontalPodAutoscaler", "web-hpa", ns).get("status", {}).get("conditions") or []
+        return any(c["type"] == "ScalingActive" for c in conditions)
+
+    wait_until(hpa_controller_saw_it, timeout=90, what="the HPA controller to evaluate web-hpa")
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
+    problem = (f"HorizontalPodAutoscaler web-hpa in {ns} has minReplicas 0 and targets deployment/web in {ns}: it "
+               f"can scale the frozen workload up again while the namespace is held. Set its minReplicas to 1 or "
+               f"more (an HPA leaves a workload at 0 replicas alone), or annotate the workload "
+               f"nsscaler.wubw.fun/exclude=true")
+
+    def ready() -> tuple[str, str, str]:
+        c = next(c for c in api.get("NSScaler", f"{prefix}p")["status"]["conditions"] if c["type"] == "Ready")
+        return c["status"], c["reason"], c["message"]
+
+    runs = {}
+    # the run that freezes, then one that only keeps web frozen: both name the HPA
+    for run, frozen in (("freezes", 1), ("keeps frozen", 0)):
+        runs[run] = run_job()
+        # documented: 1 = the run finished but something failed (here: a problem a user must fix)
+        assert runs[run].exit_code == 1, (run, runs[run].stderr)
+        assert api.replicas("Deployment", ns, "web") == 0, run
+        status = api.get("NSScaler", f"{prefix}p")["status"]
+        assert (status["failures"], status["counts"]["frozen"]) == ([problem], frozen), run
+        assert ready() == ("False", "PartialFailure", f"1 of {1 + frozen} changes failed; first: {problem}"), run
+
+    api.patch("HorizontalPodAutoscaler", "web-hpa", {"spec": {"minReplicas": 1}}, ns)  # what the status says
+    for run in ("sees the fix", "steady"):
+        runs[run] = run_job()
+        assert runs[run].exit_code == 0, (run, runs[run].stderr)
+        assert api.get("NSScaler", f"{prefix}p")["status"]["failures"] == [], run
+        assert ready()[:2] == ("True", "Reconciled"), run
+    assert api.replicas("Deployment", ns, "web") == 0
+    # the HPAs are LISTed only while the status names one: a plain steady state reads none
+    assert runs["keeps frozen"].requests["list"] == runs["sees the fix"].requests["list"] \
+        == runs["steady"].requests["list"] + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from job.autoscalers import (
     ANNOTATION_KEDA_PAUSED,
     ANNOTATION_ORIGINAL_PAUSED,
     hpa_problems,
+    hpa_rechecks,
     plan_scaled_objects,
     scaled_object,
 )
@@ -163,6 +165,32 @@ def test_hpa_with_min_replicas_0_is_reported_with_what_to_do(min_replicas, probl
     assert bool(found) is problem
     if problem:
         assert found[0].policy == "p" and "minReplicas to 1 or more" in found[0].message
+
+
+NAMED = ["HorizontalPodAutoscaler web-hpa in shop-v1 has minReplicas 0 and targets deployment/web in shop-v1: ..."]
+
+
+@pytest.mark.parametrize(("failures", "frozen", "rechecked"), [
+    pytest.param(NAMED, workload("shop-v1", "web", 0, original="3", scaled_by="p"), True,
+                 id="status-names-an-hpa-and-web-stays-frozen"),
+    pytest.param(["freeze deployment/api in shop-v1: 409"], workload("shop-v1", "web", 0, original="3", scaled_by="p"),
+                 False, id="other-failures-read-no-hpa"),
+    pytest.param(NAMED, workload("shop-v1", "web", 0, original="3", scaled_by="q"), False,
+                 id="frozen-by-another-policy"),
+    pytest.param(NAMED, workload("shop-v1", "web", 2), False, id="freeze-planned-so-checked-as-a-freeze"),
+    pytest.param(NAMED, workload("other", "web", 0, original="3", scaled_by="p"), False,
+                 id="restore-planned"),
+])
+def test_hpas_are_read_again_only_for_workloads_kept_frozen_by_a_policy_whose_status_names_one(
+        failures, frozen, rechecked):
+    p = dataclasses.replace(policy("p", "shop-"), status={"failures": failures})
+    found = make_plan([p], namespaces=[*FAMILY, *namespaces("other")], workloads=[frozen], settings=settings())
+    kept = hpa_rechecks([p], found.actions, [frozen])
+    assert kept == ([("p", frozen)] if rechecked else [])
+    spec = {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 0}
+    problems = hpa_problems(found.actions, [{"metadata": {"namespace": "shop-v1", "name": "web-hpa"}, "spec": spec}],
+                            kept=kept)
+    assert [pr.policy for pr in problems] == (["p"] if rechecked or frozen.size else [])
 
 
 def test_required_access_adds_list_get_patch_for_each_custom_kind_only():
