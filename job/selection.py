@@ -99,15 +99,18 @@ class Selection:
 
 
 def activity(workloads: Iterable[Workload]) -> dict[str, dict[Kind, Change]]:
-    """The newest user change per namespace and kind, from the workloads the run LISTed anyway."""
+    """The newest user change per namespace and selecting kind, from the workloads the run LISTed anyway."""
     newest: dict[str, dict[Kind, Change]] = {}
     for w in workloads:
         if w.last_user_change is None:
             continue
         by_kind = newest.setdefault(w.namespace, {})
-        known = by_kind.get(w.kind)
-        if known is None or w.last_user_change > known:
-            by_kind[w.kind] = w.last_user_change
+        # Filed under every kind whose selection freezes it: a Job someone started by hand is activity
+        # for a policy that selects CronJob, since that policy suspends it too.
+        for kind in w.selecting_kinds:
+            known = by_kind.get(kind)
+            if known is None or w.last_user_change > known:
+                by_kind[kind] = w.last_user_change
     return newest
 
 

@@ -67,6 +67,16 @@ def test_activity_counts_only_the_policys_kinds():
     assert result.policies["p"].recent == {"shop-v1": Change(day(20), "helm")}
 
 
+
+def test_a_hand_started_job_of_a_cronjob_is_activity_for_a_cronjob_policy():
+    """A CronJob policy suspends the CronJob's Jobs too, so a Job started from it by hand counts."""
+    started = changed(workload("shop-v1", "nightly-by-hand", size=1, kind=Kind.JOB, controller="CronJob"), day(20),
+                      by="kubectl-create")
+    result = chosen([policy("p", "shop-", keep_recent=1, kinds=["CronJob"])], family(v1=1, v2=2), [started])
+    assert result.policies["p"].recent == {"shop-v1": Change(day(20), "kubectl-create")}
+    result = chosen([policy("p", "shop-", keep_recent=1)], family(v1=1, v2=2), [started])
+    assert set(result.policies["p"].recent) == {"shop-v2"}  # a Deployment policy does not see it
+
 @pytest.mark.parametrize(
     ("entries", "expected"),
     [
