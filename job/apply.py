@@ -50,9 +50,11 @@ class Applier:
     """Sends actions, concurrently; on 409 re-reads that one object and decides again."""
 
     def __init__(self, kube: Kube, settings: Settings, *, policies: Sequence[Policy | InvalidPolicy],
-                 namespaces: Sequence[Namespace], now: dt.datetime, selection: Selection | None = None) -> None:
+                 namespaces: Sequence[Namespace], now: dt.datetime, selection: Selection | None = None,
+                 excluded_owners: frozenset[tuple[str, str, str]] = frozenset()) -> None:
         self.kube, self.settings, self.policies, self.namespaces, self.now = kube, settings, policies, namespaces, now
         self.selection = selection  # the run's selection: a re-read workload is judged as the others were
+        self.excluded_owners = excluded_owners  # ... and so is its owner's exclude annotation
         self._event_budget = threading.Semaphore(settings.workload_events_limit if settings.events else 0)
 
     def replan_workload(self, action: Action) -> Replan:
@@ -60,7 +62,7 @@ class Applier:
         def replan(fresh: dict[str, Any]) -> Action | str | None:
             again = make_plan(self.policies, namespaces=self.namespaces,
                               workloads=[from_api(action.workload.handling, fresh)], settings=self.settings,
-                              now=self.now, selection=self.selection)
+                              now=self.now, selection=self.selection, excluded_owners=self.excluded_owners)
             if again.problems:
                 return again.problems[0].message
             return again.actions[0] if again.actions else None

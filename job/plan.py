@@ -9,7 +9,9 @@ keep_recent, hold windows, expiry, active wins); this module turns that into per
 
 Rules, in order of precedence:
 1. Untouchable namespaces (protected, the job's own, Terminating) are never touched.
-2. A workload annotated `nsscaler.wubw.fun/exclude: "true"` is never touched (counted as excluded).
+2. A workload annotated `nsscaler.wubw.fun/exclude: "true"` is never touched (counted as excluded), nor is
+   one whose controller owner is an excluded workload of the run: an excluded CronJob keeps its Jobs
+   running, as `job.pods` counts their Pods as meant to run.
 3. A namespace is held as the selection says; of several holders the first by name is recorded in `scaled-by`.
 4. In a held namespace a running workload of a kind its holder selects is frozen; an existing record is
    kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
@@ -94,6 +96,8 @@ class Plan:
     cap_message: str | None = None
     #: which namespaces each policy holds or keeps, and why (a 409 re-plan reuses it)
     selection: Selection | None = None
+    #: the run's excluded workloads, as `Workload.exclusion_key` (a 409 re-plan reuses it too)
+    excluded_owners: frozenset[tuple[str, str, str]] = frozenset()
 
 
 def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy | None,
@@ -114,11 +118,16 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
 
 def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
               workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None = None,
-              selection: Selection | None = None) -> Plan:
+              selection: Selection | None = None,
+              excluded_owners: frozenset[tuple[str, str, str]] | None = None) -> Plan:
     """Decide every freeze, restore and adoption for one run.
 
-    `now` is the run's instant (needed by policies with hold_windows or until). A given `selection` is
-    used as is: a re-plan of a few re-read workloads must not rank activity from those alone."""
+    `now` is the run's instant (needed by policies with hold_windows or until). A given `selection` and
+    `excluded_owners` are used as they are: a re-plan of a few re-read workloads must not rank activity
+    from those alone, nor miss that their owner is excluded."""
+    if excluded_owners is None:
+        workloads = list(workloads)  # the slim views only: the owners must be known before their Jobs
+        excluded_owners = frozenset(w.exclusion_key for w in workloads if w.excluded)
     valid = [p for p in policies if isinstance(p, Policy)]
     by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}
     if selection is None:
@@ -148,7 +157,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
             continue  # neither held nor ours: not nsscaler's business
         owner = by_name.get(owner_name)
         report = reports.get(owner_name)
-        if workload.excluded:
+        if workload.excluded or workload.owner_key in excluded_owners:
             if report:
                 report.excluded += 1
             continue
@@ -192,7 +201,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
                        f"the cap")
         actions = [a for a in actions if not (a.verb is Verb.FREEZE and not a.dry_run)]
     return Plan(actions=actions, problems=problems, policies=reports, held_by=dict(selection.held_by),
-                cap_message=cap_message, selection=selection)
+                cap_message=cap_message, selection=selection, excluded_owners=excluded_owners)
 
 
 def kinds_in_use(policies: Sequence[Policy | InvalidPolicy]) -> frozenset[Kind]:

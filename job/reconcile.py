@@ -214,7 +214,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
         applier = Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
-                          selection=plan.selection)
+                          selection=plan.selection, excluded_owners=plan.excluded_owners)
         _report_hpas(kube, plan, kept)
         report.results = _apply(kube, applier, plan)
         _record_reverts(kube, report.results, settings=settings, now=now)

@@ -50,8 +50,9 @@ class Workload:
     `size` is replicas for scalable kinds, and 1 (running) or 0 (suspended or finished) for CronJobs
     and Jobs. `original` is the raw recorded value (None when nsscaler holds no record), kept raw so
     that a malformed record is reported instead of being silently reinterpreted. `controller` is the
-    kind of its controller owner, if any (a Deployment's ReplicaSet, a CronJob's Job). `handler` is
-    the kind's handler for this run (a built-in one when not given).
+    kind of its controller owner, if any (a Deployment's ReplicaSet, a CronJob's Job), and
+    `controller_name` its name (an excluded CronJob keeps its Jobs running). `handler` is the kind's
+    handler for this run (a built-in one when not given).
     """
 
     kind: Kind
@@ -65,6 +66,7 @@ class Workload:
     uid: str = ""
     last_user_change: Change | None = None  # for keep_recent: see job.activity
     controller: str | None = None
+    controller_name: str | None = None
     handler: KindHandler | None = field(default=None, compare=False, repr=False)
     #: the field manager that last wrote the size field (not nsscaler): who scaled it up during a freeze
     replicas_manager: str | None = None
@@ -78,6 +80,18 @@ class Workload:
     @property
     def handling(self) -> KindHandler:
         return self.handler or BUILTIN[self.kind]
+
+    @property
+    def owner_key(self) -> tuple[str, str, str] | None:
+        """Its controller owner as (kind, namespace, name), comparable with `exclusion_key`."""
+        if self.controller is None or self.controller_name is None:
+            return None
+        return (self.controller, self.namespace, self.controller_name)
+
+    @property
+    def exclusion_key(self) -> tuple[str, str, str]:
+        """(kind as an ownerReference names it, namespace, name): how the objects it controls refer to it."""
+        return (self.kind.short, self.namespace, self.name)
 
     @property
     def has_record(self) -> bool:
@@ -107,9 +121,10 @@ class Workload:
         return f"{self.kind.short.lower()}/{self.name} in {self.namespace}"
 
 
-def _controller(meta: dict[str, Any]) -> str | None:
+def _controller(meta: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The kind and name of its controller owner, if any."""
     owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
-    return str(owner.get("kind")) if owner else None
+    return (str(owner.get("kind")), str(owner.get("name"))) if owner else (None, None)
 
 
 def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
@@ -118,6 +133,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     managed = meta.get("managedFields") or []
+    controller, controller_name = _controller(meta)
     return Workload(
         kind=handler.kind,
         namespace=meta["namespace"],
@@ -129,7 +145,8 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
         excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
         uid=meta.get("uid", ""),
         last_user_change=last_user_change(meta),
-        controller=_controller(meta),
+        controller=controller,
+        controller_name=controller_name,
         handler=None if handler.kind in BUILTIN else handler,
         replicas_manager=gitops.size_manager(managed, gitops.size_path(handler.frozen_body()),
                                              ignore=gitops.FIELD_MANAGER),

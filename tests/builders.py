@@ -63,10 +63,11 @@ def statefulset(ns: str, name: str, replicas: int) -> dict[str, Any]:
                      "template": _pod_template(name)}}
 
 
-def cronjob(ns: str, name: str, *, suspend: bool = False) -> dict[str, Any]:
+def cronjob(ns: str, name: str, *, suspend: bool = False, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     template = _pod_template(name)
     template["spec"]["restartPolicy"] = "Never"
-    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name, "namespace": ns},
+    return {"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
             "spec": {"schedule": "0 3 * * *", "suspend": suspend,
                      "jobTemplate": {"spec": {"template": template}}}}
 

@@ -17,7 +17,12 @@ from typing import Any
 import pytest
 
 from job.autoscalers import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_SUSPEND, ANNOTATION_SCALED_BY
+from job.workloads import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_ORIGINAL_REPLICAS,
+    ANNOTATION_ORIGINAL_SUSPEND,
+    ANNOTATION_SCALED_BY,
+)
 from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.faults import FaultProxy
@@ -101,6 +106,22 @@ def test_cronjob_policy_suspends_the_cronjob_and_its_running_job_and_a_deleted_j
     assert run_job().exit_code == 0
     assert api.get("CronJob", "nightly", ns)["spec"]["suspend"] is False
     assert api.get("Job", "nightly-1", ns)["spec"]["suspend"] is False
+
+
+def test_an_excluded_cronjob_keeps_its_running_job_running(api, run_job, prefix):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    cron = api.create(builders.cronjob(ns, "nightly", annotations={ANNOTATION_EXCLUDE: "true"}))
+    api.create(builders.job(ns, "nightly-1", owner=cron))
+    api.create(builders.cronjob(ns, "hourly"))  # the policy does hold the namespace for CronJobs
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["CronJob"]))
+    assert run_job().exit_code == 0
+    assert api.get("CronJob", "hourly", ns)["spec"]["suspend"] is True
+    for kind, name in (("CronJob", "nightly"), ("Job", "nightly-1")):
+        obj = api.get(kind, name, ns)
+        assert not obj["spec"].get("suspend") and ours(obj) == [], (kind, name)
+        assert record(obj) == ({ANNOTATION_EXCLUDE: "true"} if kind == "CronJob" else {}), (kind, name)
+    assert api.status(f"{prefix}p")["counts"]["excluded"] == 2
 
 
 def test_standalone_replicasets_are_frozen_and_restored_a_deployments_never(api, run_job, prefix):

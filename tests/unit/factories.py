@@ -32,10 +32,11 @@ def namespaces(*names: str, terminating: tuple[str, ...] = ()) -> list[Namespace
 
 def workload(ns: str, name: str = "web", size: int = 2, *, kind: Kind = Kind.DEPLOYMENT,
              original: str | None = None, scaled_by: str | None = None, excluded: bool = False,
-             rv: str = "1", controller: str | None = None, handler: KindHandler | None = None) -> Workload:
+             rv: str = "1", controller: str | None = None, controller_name: str | None = None,
+             handler: KindHandler | None = None) -> Workload:
     return Workload(kind=handler.kind if handler else kind, namespace=ns, name=name, resource_version=rv, size=size,
                     original=original, scaled_by=scaled_by, excluded=excluded, controller=controller,
-                    handler=handler)
+                    controller_name=controller_name, handler=handler)
 
 
 def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

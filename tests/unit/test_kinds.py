@@ -101,8 +101,11 @@ def test_only_a_running_job_counts_as_running(status, spec, running):
 
 def test_controller_owner_is_read_from_owner_references():
     rs = {"metadata": {"namespace": "n", "name": "web-1", "ownerReferences": [
-        {"kind": "Other", "controller": False}, {"kind": "Deployment", "controller": True}]}, "spec": {"replicas": 2}}
-    assert from_api(BUILTIN[Kind.REPLICASET], rs).controller == "Deployment"
+        {"kind": "Other", "name": "x", "controller": False},
+        {"kind": "Deployment", "name": "web", "controller": True}]},
+        "spec": {"replicas": 2}}
+    w = from_api(BUILTIN[Kind.REPLICASET], rs)
+    assert (w.controller, w.controller_name, w.owner_key) == ("Deployment", "web", ("Deployment", "n", "web"))
 
 
 def so(name: str, target: str, annotations: dict[str, str] | None = None, kind: str | None = None) -> Any:

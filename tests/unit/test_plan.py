@@ -131,6 +131,15 @@ def verbs(plan):
             id="job-policy-suspends-running-jobs-whoever-owns-them-and-skips-finished-ones",
         ),
         pytest.param(
+            [policy("p", "shop-", kinds=["CronJob"])],
+            [workload("shop-v1", "nightly", 1, kind=Kind.CRONJOB, excluded=True),
+             workload("shop-v1", "nightly-29", 1, kind=Kind.JOB, controller="CronJob", controller_name="nightly"),
+             workload("shop-v2", "nightly-29", 1, kind=Kind.JOB, controller="CronJob", controller_name="nightly"),
+             workload("shop-v1", "hourly-7", 1, kind=Kind.JOB, controller="CronJob", controller_name="hourly")],
+            [("freeze", "shop-v1", "hourly-7"), ("freeze", "shop-v2", "nightly-29")],
+            id="an-excluded-cronjob-keeps-its-own-jobs-running-only",
+        ),
+        pytest.param(
             [policy("p", "shop-", ["v1"], kinds=["ReplicaSet"])],
             [workload("shop-v1", "rs", 0, kind=Kind.REPLICASET, controller="Deployment", original="2", scaled_by="p")],
             [],
@@ -305,3 +314,18 @@ def test_custom_kind_with_nested_replica_path_is_frozen_with_its_record_in_one_p
     (restore,) = make_plan([], namespaces=FAMILY, workloads=[
         workload("shop-v1", size=0, handler=workers, original="4", scaled_by="p")], settings=settings()).actions
     assert restore.patch["spec"] == {"workers": {"count": 4}}
+
+
+def test_a_replan_of_one_job_after_a_409_still_sees_its_cronjob_excluded():
+    p = policy("p", "shop-", kinds=["CronJob"])
+    cron = workload("shop-v1", "nightly", 1, kind=Kind.CRONJOB, excluded=True)
+    job = workload("shop-v1", "nightly-29", 1, kind=Kind.JOB, controller="CronJob", controller_name="nightly")
+    plan = make_plan([p], namespaces=FAMILY, workloads=iter([cron, job]), settings=settings())
+    assert plan.actions == [] and plan.policies["p"].excluded == 2
+    assert plan.excluded_owners == {("CronJob", "shop-v1", "nightly")}
+    # the re-read Job alone, as job.apply re-plans it: the run's excluded owners come along
+    again = make_plan([p], namespaces=FAMILY, workloads=[job], settings=settings(), selection=plan.selection,
+                      excluded_owners=plan.excluded_owners)
+    assert again.actions == [] and again.policies["p"].excluded == 1
+    alone = make_plan([p], namespaces=FAMILY, workloads=[job], settings=settings(), selection=plan.selection)
+    assert verbs(alone) == [("freeze", "shop-v1", "nightly-29")]  # what a re-plan without them would do
