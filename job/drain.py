@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from job import gitops, pods
@@ -30,11 +30,29 @@ LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 REASON_REVERTED = "ScaledUpWhileFrozen"
 
 
-def census(kube: Kube, held: Iterable[str]) -> pods.Census:
+def known_owners(workloads: Iterable[Workload], held: Container[str]) -> list[pods.Meta]:
+    """The chain ends the census cannot LIST (ReplicationControllers, custom kinds), from the workloads the
+    run read whole: only those in held namespaces, reduced to their marks, so they cost no request and
+    little memory. Their own controller, rare for these kinds, is not followed."""
+    return [pods.Meta(ref=pods.Ref(str(w.kind), w.namespace, w.name), excluded=w.excluded, frozen=w.has_record)
+            for w in workloads if w.namespace in held and str(w.kind) not in pods.LISTABLE]
+
+
+def frozen_now(found: pods.Census, results: Iterable[ActionResult]) -> None:
+    """Owners seeded before the PATCHes, as this run left them: frozen (or restored) by it."""
+    for r in results:
+        w = r.action.workload
+        ref = pods.Ref(str(w.kind), w.namespace, w.name)
+        if r.outcome == "applied" and r.action.verb in (Verb.FREEZE, Verb.RESTORE) and ref in found.known:
+            found.known[ref] = replace(found.known[ref], frozen=r.action.verb is Verb.FREEZE)
+
+
+def census(kube: Kube, held: Iterable[str], found: pods.Census | None = None) -> pods.Census:
     """Live Pods of held namespaces grouped by owner, from one metadata-only LIST however many namespaces
     are held; then their owner chains, from metadata-only LISTs sent only while some chain is incomplete
-    (none when no Pod is left; a constant number per kind otherwise: see job/pods.py)."""
-    found = pods.Census()
+    (none when no Pod is left; a constant number per kind otherwise: see job/pods.py). `found` may come
+    seeded with owners already known (`known_owners`)."""
+    found = pods.Census() if found is None else found
     wanted = set(held)
     if not wanted:
         return found
@@ -73,7 +91,7 @@ def reverts(results: list[ActionResult]) -> list[gitops.Revert]:
         w = r.action.workload
         if r.action.verb is Verb.FREEZE and w.has_record and r.outcome in ("applied", "dry-run"):
             handler = w.handling
-            found.append(gitops.revert(policy=r.action.policy, namespace=w.namespace, kind=str(w.kind),
+            found.append(gitops.revert(policy=r.action.policy, namespace=w.namespace, kind=w.kind.value,
                                        api_version=handler.api_version, name=w.name, manager=w.replicas_manager,
                                        size_path=gitops.size_path(handler.frozen_body()), managed_by=w.gitops))
     return found
@@ -90,7 +108,8 @@ def report_reverts(results: list[ActionResult]) -> list[tuple[dict[str, str], st
                                                "kind": revert.kind, "workload": w.name, "manager": revert.manager,
                                                "gitops": revert.tool, "fix": revert.fix})
             if r.outcome == "applied":
-                events.append(({"apiVersion": w.handling.api_version, "kind": revert.kind, "name": w.name,
+                # the object's own `kind:` (Rollout, not Rollout.argoproj.io), or `kubectl describe` misses it
+                events.append(({"apiVersion": w.handling.api_version, "kind": w.kind.short, "name": w.name,
                                 "namespace": w.namespace, "uid": w.uid}, revert.message))
     return events
 

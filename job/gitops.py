@@ -117,9 +117,12 @@ class Revert:
 
 def revert(*, policy: str, namespace: str, kind: str, api_version: str, name: str, size_path: Sequence[str],
            manager: str | None, managed_by: str | None) -> Revert:
-    """Describe one revert; `managed_by` is the tool found from the object's tracking marks, if any."""
+    """Describe one revert; `managed_by` is the tool found from the object's tracking marks, if any. `kind`
+    as a policy names it (`Rollout.argoproj.io`): the report keeps it, the fix says the object's own `kind:`
+    (`Rollout`, with its group apart), the only form Argo CD and Flux match."""
     tool_name = tool_of(manager, managed_by)
     group = api_version.rpartition("/")[0]
     pointer = "/" + "/".join(size_path)
     return Revert(policy=policy, namespace=namespace, kind=kind, name=name, manager=manager, tool=tool_name,
-                  fix=fix(tool_name=tool_name, kind=kind, group=group, pointer=pointer, manager=manager))
+                  fix=fix(tool_name=tool_name, kind=kind.partition(".")[0], group=group, pointer=pointer,
+                          manager=manager))

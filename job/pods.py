@@ -4,7 +4,9 @@ about it. Pure: the caller sends the LISTs this module asks for and feeds it the
 Chains followed (controller owner references only): Pod → ReplicaSet → Deployment, Pod → Job → CronJob,
 Pod → StatefulSet, Pod → DaemonSet; a Pod without a controller is its own owner. The chain ends at an object
 with no controller, or at a kind this module does not LIST (a custom resource: its name still comes from the
-owner reference).
+owner reference). The kinds a policy freezes that this module does not LIST (ReplicationController, custom
+kinds such as `Rollout.argoproj.io`, whose ReplicaSets it LISTs) are read whole by the run already: the caller
+seeds them (`Census.seed`), so their chains end with their marks known, at no request.
 
 What a chain means for one policy, in this order (the first rule that matches):
 1. some object on it is annotated `nsscaler.wubw.fun/exclude: "true"`: the Pods are meant to run; they do not
@@ -157,6 +159,11 @@ class Census:
             if meta.get("namespace") in wanted:
                 link = reduce(kind, meta)
                 self.known[link.ref] = link
+
+    def seed(self, owners: Iterable[Meta]) -> None:
+        """Owners the run read already (the workloads it LISTed whole): known without a LIST."""
+        for meta in owners:
+            self.known[meta.ref] = meta
 
     def failed(self, kind: str, namespace: str | None, error: str) -> None:
         self.listed.add((kind, namespace))

@@ -211,6 +211,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         drain = drain_api.Drain(pods.Census(),
                                 gitops_managed=drain_api.gitops_managed(policies, plan=plan, workloads=workloads))
         kept = hpa_rechecks(policies, plan.actions, workloads)
+        drain.census.seed(drain_api.known_owners(workloads, plan.held_by))
         del workloads  # the plan keeps what it needs; free the rest before the PATCHes
         phase("plan")
         applier = Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
@@ -220,7 +221,8 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         _record_reverts(kube, report.results, settings=settings, now=now)
         phase("apply")
         try:
-            drain.census = drain_api.census(kube, plan.held_by)
+            drain_api.frozen_now(drain.census, report.results)
+            drain.census = drain_api.census(kube, plan.held_by, drain.census)
         except ApiError as exc:
             report.problems.append(f"could not count Pods for `done`: {exc}")
             drain.unknown = str(exc)  # unknown is not done

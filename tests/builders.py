@@ -107,12 +107,14 @@ def job(ns: str, name: str, *, parallelism: int = 1, owner: dict[str, Any] | Non
             "spec": {"parallelism": parallelism, "completions": parallelism * 2, "template": template, **spec}}
 
 
-def replicaset(ns: str, name: str, replicas: int, *, kind: str = "ReplicaSet") -> dict[str, Any]:
+def replicaset(ns: str, name: str, replicas: int, *, kind: str = "ReplicaSet",
+               annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A standalone ReplicaSet, or (kind="ReplicationController") its older sibling."""
+    meta = {"name": name, "namespace": ns, "annotations": annotations or {}}
     if kind == "ReplicationController":
-        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
+        return {"apiVersion": "v1", "kind": kind, "metadata": meta,
                 "spec": {"replicas": replicas, "selector": {"app": name}, "template": _pod_template(name)}}
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta,
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": _pod_template(name)}}
 
 

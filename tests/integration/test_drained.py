@@ -13,7 +13,7 @@ import pytest
 
 from job import pods
 from job.workloads import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_REPLICAS
-from tests import builders
+from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import kubectl
 
@@ -54,6 +54,35 @@ def test_pods_of_excluded_workloads_do_not_block_done(api: AdminApi, run_job, pr
                            "--for=condition=Drained", f"nsscaler/{name}", "--timeout=10s"],
                           capture_output=True, text=True, check=False)
     assert wait.returncode == 0, wait.stderr  # what a release pipeline waits on
+
+
+def test_excluded_replication_controllers_and_custom_kinds_do_not_block_done(api: AdminApi, run_job, prefix):
+    """Their Pods' chains end at kinds the Pod census does not LIST (Pod -> ReplicationController, Pod ->
+    ReplicaSet -> a custom kind): the run knows them from its own LIST of the kinds the policy selects.
+    No replication controller runs here: the RC's Pods are created with it as controller, as it would."""
+    crds.install(api, crds.TEST_KINDS)
+    ns, name = prefix + "v1", f"{prefix}p"
+    api.create(builders.namespace(ns))
+    legacy = api.create(builders.replicaset(ns, "legacy", 2, kind="ReplicationController", annotations=EXCLUDE))
+    for i in range(2):
+        api.create(builders.pod(ns, f"legacy-{i}", owner=legacy, labels={"app": "legacy"}))
+    fleet = builders.custom("Fleet", ns, "fleet", {"replicas": 1})
+    fleet["metadata"]["annotations"] = EXCLUDE
+    owned = builders.replicaset(ns, "fleet-6c9", 1)  # as a Rollout's controller makes its ReplicaSets
+    owned["metadata"]["ownerReferences"] = [builders.controller_ref(api.create(fleet))]
+    api.create(owned)
+    wait_until(lambda: live_pods(api, ns) == 3, what="the ReplicationController's and the ReplicaSet's Pods")
+    api.create(builders.nsscaler(name, prefix, [], kinds=["ReplicationController", "Fleet.test.nsscaler.io"]))
+
+    result = run_job()
+    assert result.exit_code == 0, result.stderr
+    status = api.status(name)
+    assert status["remaining"] == []
+    assert status["done"] is True
+    assert (status["counts"]["podsLeft"], status["counts"]["podsExcluded"]) == (0, 3)
+    assert api.replicas("ReplicationController", ns, "legacy") == 2
+    # the Pod LIST and the ReplicaSet LIST only: the excluded owners came with the run's own reads
+    assert result.report["summary"]["phase_requests"]["pods"] == 2
 
 
 def test_owners_nsscaler_does_not_freeze_are_named_with_the_fix(api: AdminApi, run_job, prefix, control_plane):
@@ -148,6 +177,12 @@ def test_a_steady_state_with_no_pod_left_sends_no_owner_request(api: AdminApi, r
     api.create(builders.nsscaler(f"{prefix}p", prefix, []))
     assert run_job().exit_code == 0
     wait_until(lambda: live_pods(api, ns) == 0, what="the frozen Deployment's Pods to go")
+    # ... and for the ReplicaSet controller to have settled at 0 too: a controller still acting on a stale
+    # cache can create a Pod and delete it again, which a run would rightly see and explain.
+    wait_until(lambda: all(not (rs.get("status") or {}).get("replicas")
+                           and rs["status"].get("observedGeneration") == rs["metadata"]["generation"]
+                           for rs in api.list("ReplicaSet", ns)), what="the ReplicaSet to settle at 0")
+    wait_until(lambda: live_pods(api, ns) == 0, what="no Pod to be left")
     steady = run_job()
     assert steady.exit_code == 0
     assert steady.report["summary"]["phase_requests"]["pods"] == 1  # the Pod LIST `done` always needed

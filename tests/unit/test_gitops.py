@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
-from job import gitops
-from job.workloads import Kind, from_api
+from job import drain, gitops
+from job.apply import ActionResult
+from job.kinds import resolve
+from job.plan import Action, Verb
+from job.workloads import Kind, Workload, from_api
 
 
 def entry(manager: str, time: str, *fields: str, subresource: str | None = None) -> dict[str, Any]:
@@ -75,6 +78,11 @@ def test_tool(annotations, labels, managers, tool):
     pytest.param("kubectl", None, "Deployment", "apps/v1", ["stop kubectl", "nsscaler.wubw.fun/exclude"],
                  id="someone"),
     pytest.param(None, None, "Deployment", "apps/v1", ["whoever scales it"], id="unknown"),
+    # a custom kind: the tools match the object's own `kind:`, its group apart, never `Rollout.argoproj.io`
+    pytest.param("argocd-controller", None, "Rollout.argoproj.io", "argoproj.io/v1alpha1",
+                 ["group: argoproj.io, kind: Rollout, managedFieldsManagers"], id="argo-custom-kind"),
+    pytest.param("kustomize-controller", None, "Rollout.argoproj.io", "argoproj.io/v1alpha1",
+                 ["target: {kind: Rollout}}"], id="flux-custom-kind"),
 ])
 def test_revert_names_the_fix(manager, managed_by, kind, api_version, says):
     body = {"spec": {"suspend": True} if kind == "CronJob" else {"replicas": 0}}
@@ -82,6 +90,7 @@ def test_revert_names_the_fix(manager, managed_by, kind, api_version, says):
                            size_path=gitops.size_path(body), manager=manager, managed_by=managed_by)
     for text in says:
         assert text in revert.fix
+    assert revert.kind == kind  # the report and the status keep the kind as the policy names it
     assert revert.fix in revert.message and (manager or "an unknown client") in revert.message
 
 
@@ -97,3 +106,19 @@ def test_from_api_reads_who_scaled_it_and_who_manages_it():
            "spec": {"replicas": 3}}
     w = from_api(Kind.DEPLOYMENT, obj)
     assert (w.replicas_manager, w.gitops) == ("argocd-controller", gitops.ARGO_CD)
+
+
+def test_the_warning_event_names_a_custom_kind_as_its_object_says():
+    """`kubectl describe rollout web` finds the Event only when involvedObject.kind is `Rollout`."""
+    rollout = resolve([Kind("Rollout.argoproj.io")], [{"spec": {
+        "group": "argoproj.io", "scope": "Namespaced", "names": {"kind": "Rollout", "plural": "rollouts"},
+        "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"scale": {
+            "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]}}])
+    handler = rollout.handlers[Kind("Rollout.argoproj.io")]
+    w = Workload(kind=handler.kind, namespace="shop-v1", name="web", resource_version="7", size=3, original="3",
+                 handler=handler, replicas_manager="argocd-controller", gitops=gitops.ARGO_CD)
+    action = Action(Verb.FREEZE, w, "release", {}, 0, "held", False)
+    [(involved, message)] = drain.report_reverts([ActionResult(action, "applied")])
+    assert (involved["apiVersion"], involved["kind"]) == ("argoproj.io/v1alpha1", "Rollout")
+    assert "kind: Rollout," in message
+    assert drain.reverts([ActionResult(action, "applied")])[0].kind == "Rollout.argoproj.io"

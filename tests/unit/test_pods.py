@@ -8,8 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from job import pods
-from job.pods import Census, PolicyView, Ref
+from job import drain, pods
+from job.apply import ActionResult
+from job.plan import Action, Verb
+from job.pods import Census, Meta, PolicyView, Ref
+from job.workloads import Kind
+from tests.unit.factories import workload
 
 NS = "shop-v1"
 
@@ -43,9 +47,12 @@ CLUSTER = {  # owner kind -> the owner objects a LIST of that kind returns
 }
 
 
-def census_of(pod_metas: list[dict[str, Any]], cluster: dict[str, list[dict[str, Any]]] | None = None) -> Census:
-    """A census filled the way job.drain fills it, from an in-memory cluster; counts the lookups sent."""
+def census_of(pod_metas: list[dict[str, Any]], cluster: dict[str, list[dict[str, Any]]] | None = None,
+              seed: list[Meta] | None = None) -> Census:
+    """A census filled the way job.drain fills it, from an in-memory cluster; `seed`: the owners the run
+    read whole already."""
     census = Census()
+    census.seed(seed or [])
     for m in pod_metas:
         census.add_pod(m)
     objects = CLUSTER if cluster is None else cluster
@@ -57,8 +64,8 @@ def census_of(pod_metas: list[dict[str, Any]], cluster: dict[str, list[dict[str,
 
 
 def explain_one(pod: dict[str, Any], view: PolicyView, cluster: dict[str, list[dict[str, Any]]] | None = None,
-                errors: dict[str, str] | None = None) -> tuple[str, str | None]:
-    census = census_of([pod], cluster)
+                errors: dict[str, str] | None = None, seed: list[Meta] | None = None) -> tuple[str, str | None]:
+    census = census_of([pod], cluster, seed)
     start = next(iter(census.groups))
     links = census.chain(start)
     return links[-1][0].owner, pods.explain(links, view=view, errors=errors or census.errors)
@@ -108,6 +115,63 @@ def test_each_owner_chain_is_explained_with_its_fix(pod, view, owner, says):
 ])
 def test_an_excluded_object_anywhere_on_the_chain_means_meant_to_run(cluster, pod):
     assert explain_one(pod, DEFAULT, cluster)[1] is None
+
+
+RC = ("v1", "ReplicationController", "legacy")
+ROLLOUT_RS = ("apps/v1", "ReplicaSet", "shop-6c9")
+ROLLOUT = "Rollout.argoproj.io"
+WITH_ROLLOUT = {**CLUSTER, "ReplicaSet": [*CLUSTER["ReplicaSet"],
+                                          meta("shop-6c9", owner=("argoproj.io/v1alpha1", "Rollout", "shop"))]}
+OLD_KINDS = PolicyView(kinds=frozenset({"ReplicationController", ROLLOUT}))
+
+
+def seeded(kind: str, name: str, **marks: bool) -> list[Meta]:
+    return [Meta(Ref(kind, NS, name), **marks)]
+
+
+@pytest.mark.parametrize(("pod", "seed", "owner", "says"), [
+    pytest.param(meta("legacy-1", owner=RC), seeded("ReplicationController", "legacy", excluded=True),
+                 "ReplicationController/legacy", None, id="rc-excluded"),
+    pytest.param(meta("legacy-1", owner=RC), seeded("ReplicationController", "legacy", frozen=True),
+                 "ReplicationController/legacy", "still terminating", id="rc-frozen"),
+    pytest.param(meta("legacy-1", owner=RC), seeded("ReplicationController", "legacy"),
+                 "ReplicationController/legacy", "not frozen by this run", id="rc-selected"),
+    pytest.param(meta("shop-1", owner=ROLLOUT_RS), seeded(ROLLOUT, "shop", excluded=True),
+                 f"{ROLLOUT}/shop", None, id="rollout-excluded"),
+    pytest.param(meta("shop-1", owner=ROLLOUT_RS), seeded(ROLLOUT, "shop", frozen=True),
+                 f"{ROLLOUT}/shop", "still terminating", id="rollout-frozen"),
+])
+def test_owners_the_run_read_whole_end_their_chains_with_their_marks(pod, seed, owner, says):
+    found_owner, reason = explain_one(pod, OLD_KINDS, WITH_ROLLOUT, seed=seed)
+    assert found_owner == owner
+    assert reason is None if says is None else (reason is not None and says in reason)
+
+
+def test_seeded_owners_cost_no_lookup():
+    census = Census()
+    census.seed(seeded("ReplicationController", "legacy", excluded=True))
+    census.add_pod(meta("legacy-1", owner=RC))
+    assert census.lookups() == []
+    assert pods.tally(census, [NS], view=OLD_KINDS) == ([], 1)
+
+
+def test_known_owners_are_the_unlistable_kinds_of_held_namespaces_as_this_run_left_them():
+    legacy = workload(NS, "legacy", kind=Kind.REPLICATIONCONTROLLER)
+    shop = workload(NS, "shop", kind=Kind(ROLLOUT), excluded=True)
+    elsewhere = workload("shop-v2", "legacy", kind=Kind.REPLICATIONCONTROLLER)
+    known = drain.known_owners([legacy, shop, elsewhere, workload(NS, "web")], {NS: ["p"]})
+    assert known == [Meta(Ref("ReplicationController", NS, "legacy")), Meta(Ref(ROLLOUT, NS, "shop"), excluded=True)]
+    census = Census()
+    census.seed(known)
+
+    def freeze(w: Any, outcome: str) -> ActionResult:
+        return ActionResult(Action(Verb.FREEZE, w, "p", {}, 0, "held", outcome == "dry-run"), outcome)
+
+    drain.frozen_now(census, [freeze(legacy, "dry-run"), freeze(elsewhere, "applied")])
+    assert not census.known[Ref("ReplicationController", NS, "legacy")].frozen  # a dry run freezes nothing
+    drain.frozen_now(census, [freeze(legacy, "applied")])
+    assert census.known[Ref("ReplicationController", NS, "legacy")].frozen
+    assert Ref("ReplicationController", "shop-v2", "legacy") not in census.known
 
 
 def test_a_frozen_owner_is_reported_as_terminating_whatever_the_kinds():
