@@ -122,22 +122,28 @@ def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class ReplicasHandler:
-    """Frozen means the replica field is 0. Deployments, StatefulSets, ReplicaSets, ReplicationControllers,
-    and every custom kind with a `/scale` subresource, whose replica field may be nested."""
+class _Served:
+    """Where the API serves a kind: what every handler needs to LIST, GET and PATCH it."""
 
     kind: Kind
     group: str
     version: str
     plural: str
-    path: tuple[str, ...] = ("spec", "replicas")
-    record_key: str = ANNOTATION_ORIGINAL_REPLICAS
-    owner_selects: frozenset[Kind] = frozenset()
-    freezes_controlled: bool = False
 
     @property
     def api_version(self) -> str:
         return _api_version(self.group, self.version)
+
+
+@dataclass(frozen=True)
+class ReplicasHandler(_Served):
+    """Frozen means the replica field is 0. Deployments, StatefulSets, ReplicaSets, ReplicationControllers,
+    and every custom kind with a `/scale` subresource, whose replica field may be nested."""
+
+    path: tuple[str, ...] = ("spec", "replicas")
+    record_key: str = ANNOTATION_ORIGINAL_REPLICAS
+    owner_selects: frozenset[Kind] = frozenset()
+    freezes_controlled: bool = False
 
     def size_of(self, obj: dict[str, Any]) -> int:
         value: Any = obj
@@ -179,21 +185,13 @@ def _job_running(obj: dict[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class SuspendHandler:
+class SuspendHandler(_Served):
     """Frozen means `spec.suspend: true`; the record keeps the previous flag. CronJobs and Jobs."""
 
-    kind: Kind
-    group: str
-    version: str
-    plural: str
     running: Callable[[dict[str, Any]], bool] = field(compare=False)
     record_key: str = ANNOTATION_ORIGINAL_SUSPEND
     owner_selects: frozenset[Kind] = frozenset()
     freezes_controlled: bool = False
-
-    @property
-    def api_version(self) -> str:
-        return _api_version(self.group, self.version)
 
     def size_of(self, obj: dict[str, Any]) -> int:
         return 1 if self.running(obj) else 0
