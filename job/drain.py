@@ -75,12 +75,16 @@ def census(kube: Kube, held: Iterable[str], found: pods.Census | None = None) ->
 
 def gitops_managed(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan,
                    workloads: Iterable[Workload]) -> Counter[str]:
-    """Per policy: workloads of the kinds it selects, in namespaces it holds, that Argo CD or Flux manages."""
+    """Per policy: workloads it would freeze, in namespaces it holds, that Argo CD or Flux manages. Excluded
+    ones and those frozen through their owner (a Deployment's ReplicaSets carry its tracking marks) are not
+    counted: they are not nsscaler's to fight over."""
     kinds = {p.name: p.kinds for p in policies if isinstance(p, Policy)}
     managed: Counter[str] = Counter()
     for w in workloads:
-        if w.gitops:
-            managed.update(name for name in plan.held_by.get(w.namespace, ()) if w.kind in kinds.get(name, ()))
+        if not w.gitops or w.excluded or w.frozen_with_its_owner or w.owner_key in plan.excluded_owners:
+            continue
+        managed.update(name for name in plan.held_by.get(w.namespace, ())
+                       if w.selecting_kinds & kinds.get(name, frozenset()))
     return managed
 
 

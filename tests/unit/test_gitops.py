@@ -9,8 +9,9 @@ import pytest
 from job import drain, gitops
 from job.apply import ActionResult
 from job.kinds import resolve
-from job.plan import Action, Verb
+from job.plan import Action, Verb, make_plan
 from job.workloads import Kind, Workload, from_api
+from tests.unit.factories import namespaces, policy, settings
 
 
 def entry(manager: str, time: str, *fields: str, subresource: str | None = None) -> dict[str, Any]:
@@ -122,3 +123,27 @@ def test_the_warning_event_names_a_custom_kind_as_its_object_says():
     assert (involved["apiVersion"], involved["kind"]) == ("argoproj.io/v1alpha1", "Rollout")
     assert "kind: Rollout," in message
     assert drain.reverts([ActionResult(action, "applied")])[0].kind == "Rollout.argoproj.io"
+
+
+def _tracked(kind: str, name: str, *, owner: tuple[str, str] | None = None, exclude: bool = False) -> Workload:
+    """A workload of shop-v1 that Argo CD tracks, as the API returns it."""
+    meta: dict[str, Any] = {"name": name, "namespace": "shop-v1", "resourceVersion": "1",
+                            "annotations": {"argocd.argoproj.io/tracking-id": f"shop:apps/{kind}:shop-v1/{name}"}}
+    if exclude:
+        meta["annotations"]["nsscaler.wubw.fun/exclude"] = "true"
+    if owner:
+        meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "controller": True}]
+    return from_api(Kind(kind), {"metadata": meta, "spec": {"replicas": 1}})
+
+
+@pytest.mark.parametrize(("workloads", "kinds", "counted"), [
+    pytest.param([_tracked("Deployment", "web")], ["Deployment"], 1, id="a-tracked-deployment"),
+    pytest.param([_tracked("Deployment", "web"), _tracked("ReplicaSet", "web-1", owner=("Deployment", "web"))],
+                 ["Deployment", "ReplicaSet"], 1, id="its-replicaset-copies-the-marks-but-is-not-counted"),
+    pytest.param([_tracked("Deployment", "web", exclude=True)], ["Deployment"], 0, id="excluded-is-not-counted"),
+    pytest.param([_tracked("StatefulSet", "db")], ["Deployment"], 0, id="a-kind-the-policy-does-not-select"),
+])
+def test_gitops_managed_counts_what_the_policy_would_freeze(workloads, kinds, counted):
+    policies = [policy("p", "shop-", kinds=kinds)]
+    plan = make_plan(policies, namespaces=namespaces("shop-v1"), workloads=workloads, settings=settings())
+    assert drain.gitops_managed(policies, plan=plan, workloads=workloads)["p"] == counted
