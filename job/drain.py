@@ -10,17 +10,14 @@ import logging
 from collections import Counter
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from job import gitops, pods
+from job.apply import ActionResult
 from job.errors import ApiError
 from job.kube import Kube
 from job.plan import Plan, Verb
 from job.policy import InvalidPolicy, Policy
 from job.workloads import Workload
-
-if TYPE_CHECKING:
-    from job.reconcile import ActionResult
 
 log = logging.getLogger(__name__)
 

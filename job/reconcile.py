@@ -62,8 +62,6 @@ class RunReport:
         return sum(1 for r in self.results if r.outcome == outcome and (verb is None or r.action.verb is verb))
 
 
-
-
 def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results: list[ActionResult],
               drain: drain_api.Drain, settings: Settings) -> list[PolicyOutcome]:
     outcomes = []

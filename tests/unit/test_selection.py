@@ -67,7 +67,6 @@ def test_activity_counts_only_the_policys_kinds():
     assert result.policies["p"].recent == {"shop-v1": Change(day(20), "helm")}
 
 
-
 def test_a_hand_started_job_of_a_cronjob_is_activity_for_a_cronjob_policy():
     """A CronJob policy suspends the CronJob's Jobs too, so a Job started from it by hand counts."""
     started = changed(workload("shop-v1", "nightly-by-hand", size=1, kind=Kind.JOB, controller="CronJob"), day(20),
