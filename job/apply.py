@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,14 +70,24 @@ class Applier:
         return replan
 
     def apply(self, actions: list[Action], replans: list[Replan] | None = None) -> list[ActionResult]:
-        """`replans[i]` decides again for `actions[i]` after a 409 (default: the planner)."""
+        """`replans[i]` decides again for `actions[i]` after a 409 (default: the planner). Results come in
+        the order of `actions`; only a few actions per thread are in flight at once (an executor's `map`
+        would queue one future per action: 40,000 of them in a large first run)."""
         if not actions:
             return []
-        replans = replans or [self.replan_workload(a) for a in actions]
+        results: list[ActionResult] = []
+        in_flight: deque[Future[ActionResult]] = deque()
+        window = self.settings.concurrency * 4
         with ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="patch") as pool:
-            return list(pool.map(self._apply_one, actions, replans))
+            for i, action in enumerate(actions):
+                if len(in_flight) >= window:
+                    results.append(in_flight.popleft().result())
+                in_flight.append(pool.submit(self._apply_one, action, replans[i] if replans else None))
+            results += (f.result() for f in in_flight)
+        return results
 
-    def _apply_one(self, action: Action, replan: Replan) -> ActionResult:
+    def _apply_one(self, action: Action, replan: Replan | None) -> ActionResult:
+        replan = replan or self.replan_workload(action)
         for _ in range(self.settings.conflict_retries + 1):
             handler, w = action.workload.handling, action.workload
             try:

@@ -76,8 +76,8 @@ class ScaledObjectHandler:
     def restored_size(self, original: str) -> int:
         return 0 if self.restored_body(original)["metadata"]["annotations"][ANNOTATION_KEDA_PAUSED] == "0" else 1
 
-    def describe(self, size: int) -> str:
-        return "paused at 0" if size == 0 else "scaling"
+    def describe(self, size: int | None) -> str:
+        return "unknown" if size is None else ("paused at 0" if size == 0 else "scaling")
 
 
 SCALED_OBJECTS = ScaledObjectHandler()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -64,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text, fields = report.summary(result)
     log.log(logging.ERROR if result.failed else logging.INFO, text, extra=fields)
     if settings.output == "json":
-        print(json.dumps(report.as_json(result), indent=2))
+        report.write_json(result, sys.stdout)
     elif settings.dry_run:
         print(report.plan_table(result), end="")
     return result.exit_code

@@ -48,19 +48,27 @@ def size_path(frozen_body: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(path)
 
 
-def size_manager(managed_fields: Sequence[Mapping[str, Any]] | None, path: Sequence[str], *,
-                 ignore: str) -> str | None:
-    """The field manager that last wrote the field at `path` (e.g. ("spec", "replicas")), other than
-    `ignore` (nsscaler itself); None when nobody else owns it. Several owners (server-side apply can share
-    a field): the most recent entry wins."""
+def size_owners(managed_fields: Sequence[Mapping[str, Any]] | None,
+                path: Sequence[str]) -> list[tuple[str, str]]:
+    """(time, manager) of every field manager that owns the field at `path` (e.g. ("spec", "replicas")).
+    The API server moves a field to whoever changes its value, so an owner's value is still the one it
+    wrote; server-side apply may leave several owners of one value."""
     owners: list[tuple[str, str]] = []
     for entry in managed_fields or ():
         node: Any = entry.get("fieldsV1") or {}
         for key in path:
             node = node.get(f"f:{key}") if isinstance(node, dict) else None
         manager = str(entry.get("manager") or "")
-        if node is not None and manager and manager != ignore:
+        if node is not None and manager:
             owners.append((str(entry.get("time") or ""), manager))  # RFC 3339 in UTC: sorts as text
+    return owners
+
+
+def size_manager(managed_fields: Sequence[Mapping[str, Any]] | None, path: Sequence[str], *,
+                 ignore: str) -> str | None:
+    """The field manager that last wrote the field at `path`, other than `ignore` (nsscaler itself); None
+    when nobody else owns it. Several owners: the most recent entry wins."""
+    owners = [owner for owner in size_owners(managed_fields, path) if owner[1] != ignore]
     return max(owners)[1] if owners else None
 
 

@@ -105,7 +105,7 @@ class KindHandler(Protocol):
     def original_value(self, size: int) -> str: ...
     def restored_body(self, original: str) -> dict[str, Any]: ...
     def restored_size(self, original: str) -> int: ...
-    def describe(self, size: int) -> str: ...
+    def describe(self, size: int | None) -> str: ...
 
 
 def _api_version(group: str, version: str) -> str:
@@ -168,8 +168,8 @@ class ReplicasHandler(_Served):
         self.restored_body(original)
         return int(original)
 
-    def describe(self, size: int) -> str:
-        return str(size)
+    def describe(self, size: int | None) -> str:
+        return "unknown" if size is None else str(size)
 
 
 def _not_suspended(obj: dict[str, Any]) -> bool:
@@ -210,8 +210,8 @@ class SuspendHandler(_Served):
     def restored_size(self, original: str) -> int:
         return 0 if self.restored_body(original)["spec"]["suspend"] else 1
 
-    def describe(self, size: int) -> str:
-        return "active" if size else "suspended"
+    def describe(self, size: int | None) -> str:
+        return "unknown" if size is None else ("active" if size else "suspended")
 
 
 BUILTIN: Mapping[Kind, KindHandler] = {

@@ -176,14 +176,17 @@ class Kube:
     # -- reads -----------------------------------------------------------------------------------
     def list_all(self, *, version: str, plural: str, label_selector: str | None = None,
                  field_selector: str | None = None, metadata_only: bool = False,
-                 namespace: str | None = None) -> Iterator[dict[str, Any]]:
+                 namespace: str | None = None, resume: str | None = None) -> Iterator[dict[str, Any]]:
         """Every item of one resource, cluster-wide (or in `namespace`), page by page (`limit`/`continue`):
-        memory stays bounded by one page, and callers reduce each item as it arrives."""
+        memory stays bounded by one page, and callers reduce each item as it arrives. `resume` goes on
+        from a `first_page`'s continue token."""
         params: dict[str, Any] = {"limit": self.settings.page_size}
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
+        if resume:
+            params["continue"] = resume
         headers = _METADATA_ONLY if metadata_only else {}
         while True:
             where: dict[str, Any] = {"namespace": namespace} if namespace else {}
@@ -194,6 +197,19 @@ class Kube:
             if not token:
                 return
             params["continue"] = token
+
+    def first_page(self, *, version: str, plural: str, limit: int,
+                   metadata_only: bool = False) -> tuple[list[dict[str, Any]], int | None, str | None]:
+        """The first `limit` items of a cluster-wide LIST, how many more there are (the API server's
+        `remainingItemCount`; None when it did not say), and the token to go on with (`list_all(resume=)`):
+        what a LIST of the rest would cost, for the price of one small request."""
+        headers = _METADATA_ONLY if metadata_only else {}
+        page = self._send("list", "GET", version=version, url=plural, params={"limit": limit}, headers=headers)
+        meta = page.get("metadata") or {}
+        token = meta.get("continue") or None
+        remaining = meta.get("remainingItemCount")
+        return list(page.get("items") or []), (int(remaining) if remaining is not None else
+                                               (0 if token is None else None)), token
 
     def get(self, *, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
         return dict(self._send("get", "GET", version=version, namespace=namespace, url=f"{plural}/{name}"))

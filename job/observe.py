@@ -1,24 +1,30 @@
 """What a run reads before it decides: policies, kinds (discovery), access, namespaces, workloads, autoscalers.
 
-Every read is one paginated LIST, cluster-wide, so the count of requests never grows with the number of
-namespaces: the NSScalers, the CRDs (only when a policy names a custom kind), one SelfSubjectRulesReview,
-the namespaces, one LIST per kind, and, only in a run that freezes or restores something, the KEDA
-ScaledObjects and the HPAs.
-"""
+The reads cost the same however many workloads there are: the NSScalers, the CRDs (only when a policy
+names a custom kind), one SelfSubjectRulesReview, the namespaces, per kind one metadata-only LIST
+(cluster-wide, or per family namespace when the family is a small part of the cluster: `job.listing`),
+whole objects only for the workloads a decision needs and metadata cannot settle, and, only in a run
+that freezes or restores something, the KEDA ScaledObjects and the HPAs."""
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
-from job import pods
+from job import listing, pods
 from job import policy as policy_api
 from job.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
 from job.errors import ApiError, StartupError
 from job.kinds import BUILTIN, Kind, KindHandler, Resolution, listed_for, resolve
 from job.kube import Access, Kube
+from job.plan import sizes_needed
 from job.policy import InvalidPolicy, Policy
+from job.selection import Selection
 from job.settings import Settings
 from job.workloads import SCALED_SELECTOR, Namespace, Workload, from_api, namespace_from_api
 
@@ -102,10 +108,27 @@ def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
 
 @dataclass(frozen=True)
 class Kinds:
-    """This run's kinds: every handler to LIST, and the kinds some serving policy freezes."""
+    """This run's kinds: every handler to LIST, the kinds some serving policy freezes, and per kind the
+    namespaces in scope of a policy that freezes it (its family: what a LIST of it must cover at least)."""
 
     handlers: list[KindHandler]
     selected: frozenset[Kind]
+    family: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
+    all_namespaces: int = 0
+    #: the selection as namespaces alone suggest it (no activity yet): whether a first page is mostly
+    #: workloads to freeze, whose whole objects the run needs anyway
+    guess: Selection | None = None
+
+
+def families(policies: Sequence[Policy | InvalidPolicy], handlers: Iterable[KindHandler],
+             namespaces: Sequence[Namespace]) -> dict[Kind, frozenset[str]]:
+    """Per kind LISTed whole: the namespaces in scope of a serving policy that freezes it."""
+    serving = [p for p in policies if isinstance(p, Policy) and not p.spec.suspend]
+    out = {}
+    for handler in handlers:
+        selecting = [p for p in serving if listed_for(handler, p.kinds)]
+        out[handler.kind] = frozenset(ns.name for ns in namespaces if any(p.in_scope(ns.name) for p in selecting))
+    return out
 
 
 def discover(kube: Kube, settings: Settings, found: list[Policy | InvalidPolicy]) -> Resolution:
@@ -128,14 +151,112 @@ def namespaces(kube: Kube) -> list[Namespace]:
 
 
 def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
-    """Kinds a policy freezes are LISTed whole; the others only where they carry our record (a restore
-    sweep, selected server-side by label). Either way, one paginated LIST per kind, cluster-wide."""
+    """Every workload a decision may need, metadata only (a frozen workload's size is known from it: see
+    `job.workloads.size_from_metadata`; `complete` reads the others whole once the run knows which).
+
+    Kinds a policy freezes are LISTed over their family: one cluster-wide LIST, or, when the family is a
+    small part of a large cluster, one LIST per family namespace plus a cluster-wide LIST of our records
+    (`job.listing` decides from the item count the first page reports). Kinds no policy freezes are LISTed
+    only where they carry our record (the restore sweep, selected by the API server by label)."""
     out: list[Workload] = []
     for handler in kinds.handlers:
-        selector = None if listed_for(handler, kinds.selected) else SCALED_SELECTOR
-        out += (from_api(handler, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural,
-                                                            label_selector=selector))
+        if not listed_for(handler, kinds.selected):
+            out += _records(kube, handler, outside=frozenset())
+            continue
+        family = kinds.family.get(handler.kind)
+        probe, remaining, token = kube.first_page(version=handler.api_version, plural=handler.plural,
+                                                  limit=listing.PROBE_LIMIT, metadata_only=True)
+        total = None if remaining is None else len(probe) + remaining
+        if family is not None and listing.per_namespace(total=total, namespaces=len(family),
+                                                        all_namespaces=kinds.all_namespaces,
+                                                        page_size=kube.settings.page_size):
+            log.debug("reading %s per namespace: %d in the family, %s in the cluster", handler.plural, len(family),
+                      total, extra={"event": "read", "kind": str(handler.kind), "way": "per-namespace"})
+            out += _records(kube, handler, outside=family)
+            out += _in_namespaces(kube, handler, sorted(family), metadata_only=True)
+            continue
+        log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
+                  extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
+        if _mostly_to_freeze(handler, probe, kinds.guess):  # a first run: read whole objects at once
+            out += (from_api(handler, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural))
+            continue
+        rest = kube.list_all(version=handler.api_version, plural=handler.plural, metadata_only=True,
+                             resume=token) if token else ()
+        out += (from_api(handler, o, metadata_only=True) for o in itertools.chain(probe, rest))
     return out
+
+
+def _mostly_to_freeze(handler: KindHandler, probe: list[dict[str, Any]], guess: Selection | None) -> bool:
+    """Whether most of a first page (metadata) are workloads whose size the plan will need."""
+    if guess is None or not probe:
+        return False
+    found = [from_api(handler, o, metadata_only=True) for o in probe]
+    return 2 * len(sizes_needed(found, selection=guess, excluded_owners=frozenset())) > len(found)
+
+
+def _records(kube: Kube, handler: KindHandler, *, outside: frozenset[str]) -> Iterator[Workload]:
+    """Objects of a kind carrying our record anywhere in the cluster, but in the namespaces `outside`."""
+    for o in kube.list_all(version=handler.api_version, plural=handler.plural, label_selector=SCALED_SELECTOR,
+                           metadata_only=True):
+        if (o.get("metadata") or {}).get("namespace") not in outside:
+            yield from_api(handler, o, metadata_only=True)
+
+
+def _in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence[str], *,
+                   metadata_only: bool) -> list[Workload]:
+    """One LIST per namespace, `concurrency` at a time, in namespace order."""
+    def read(namespace: str) -> list[Workload]:
+        return [from_api(handler, o, metadata_only=metadata_only)
+                for o in kube.list_all(version=handler.api_version, plural=handler.plural, namespace=namespace,
+                                       metadata_only=metadata_only)]
+    with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
+        return [w for found in pool.map(read, namespaces) for w in found]
+
+
+def complete(kube: Kube, found: list[Workload], needed: Sequence[Workload]) -> list[Workload]:
+    """`found`, with each of `needed` (read from metadata alone) replaced in place by its whole object, read
+    the cheapest way per kind (`job.listing.fetch`); one that is gone by now is dropped. Only the needed
+    objects of a LIST are kept, so reading whole objects never holds two views of the cluster."""
+    if not needed:
+        return found
+    wanted = {w.key for w in needed}
+    at = {w.key: i for i, w in enumerate(found) if w.key in wanted}
+    by_kind: dict[Kind, list[Workload]] = {}
+    for w in needed:
+        by_kind.setdefault(w.kind, []).append(w)
+    for kind, missing in by_kind.items():
+        handler = missing[0].handling
+        way = listing.fetch(missing=Counter(w.namespace for w in missing),
+                            objects=Counter(w.namespace for w in found if w.kind == kind),
+                            page_size=kube.settings.page_size)
+        log.debug("reading %d %s whole: %s", len(missing), handler.plural, way.value)
+        for obj in _whole(kube, handler, missing, way):
+            meta = obj.get("metadata") or {}
+            key = (kind.value, meta.get("namespace", ""), meta.get("name", ""))
+            if key in wanted:
+                found[at[key]] = from_api(handler, obj)
+                wanted.discard(key)
+    return [w for w in found if w.key not in wanted] if wanted else found
+
+
+def _whole(kube: Kube, handler: KindHandler, missing: Sequence[Workload],
+           way: listing.Fetch) -> Iterable[dict[str, Any]]:
+    if way is listing.Fetch.CLUSTER:
+        return kube.list_all(version=handler.api_version, plural=handler.plural)
+    if way is listing.Fetch.NAMESPACES:
+        namespaces = sorted({w.namespace for w in missing})
+        return itertools.chain.from_iterable(
+            kube.list_all(version=handler.api_version, plural=handler.plural, namespace=ns) for ns in namespaces)
+
+    def get(w: Workload) -> dict[str, Any] | None:
+        try:
+            return kube.get(version=handler.api_version, plural=handler.plural, namespace=w.namespace, name=w.name)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+    with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
+        return [obj for obj in pool.map(get, missing) if obj is not None]
 
 
 def scaled_objects(kube: Kube) -> list[ScaledObject]:

@@ -53,15 +53,30 @@ class Verb(enum.StrEnum):
     RESUME = "resume"  # ... and gets its own pause setting back before the workload is restored
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
+    """One change to send. A freeze, restore or adoption builds its merge patch when it is sent (`patch`),
+    so a run that changes 40,000 workloads never holds 40,000 patches; other changes carry their `body`."""
+
     verb: Verb
     workload: Workload
     policy: str
-    patch: dict[str, Any]
+    body: dict[str, Any] | None
     after: int
     reason: str
     dry_run: bool
+
+    @property
+    def patch(self) -> dict[str, Any]:
+        if self.body is not None:
+            return self.body
+        if self.verb is Verb.FREEZE:
+            return freeze_patch(self.workload, policy=self.policy)
+        if self.verb is Verb.RESTORE:
+            return restore_patch(self.workload)
+        if self.verb is Verb.ADOPT:
+            return adopt_patch(self.workload, policy=self.policy)
+        raise ValueError(f"a {self.verb.value} action carries its body")
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,43 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
     return f"{workload.kind.value} is no longer selected by {owner.name}"
 
 
+def select(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
+           workloads: Sequence[Workload], settings: Settings, now: dt.datetime | None) -> Selection:
+    """Which namespaces each serving policy holds: activity is ranked only when a policy keeps the most
+    recently active namespaces running."""
+    valid = [p for p in policies if isinstance(p, Policy)]
+    needs_activity = any(p.spec.keep_recent and not p.spec.suspend for p in valid)
+    observed = selection_api.activity(workloads) if needs_activity else {}
+    return selection_api.select(valid, namespaces=namespaces, found=observed, settings=settings, now=now)
+
+
+def excluded_owners_of(workloads: Iterable[Workload]) -> frozenset[tuple[str, str, str]]:
+    return frozenset(w.exclusion_key for w in workloads if w.excluded)
+
+
+def _holder(workload: Workload, selection: Selection) -> Policy | None:
+    found = selection.verdicts.get(workload.namespace)
+    return found.holder_for(workload.selecting_kinds) if found else None
+
+
+def sizes_needed(workloads: Iterable[Workload], *, selection: Selection,
+                 excluded_owners: frozenset[tuple[str, str, str]]) -> list[Workload]:
+    """The workloads read from metadata alone whose size a decision of `make_plan` needs: those a policy
+    holds (frozen unless at 0 already) and those carrying a record whose size field someone else wrote
+    since (scaled up again: frozen again, or restored). Excluded ones, untouchable namespaces and
+    objects frozen through their owner never need it."""
+    needed = []
+    for w in workloads:
+        if w.size is not None or w.frozen_with_its_owner or w.excluded or w.owner_key in excluded_owners:
+            continue
+        found = selection.verdicts.get(w.namespace)
+        if found and found.untouchable:
+            continue
+        if w.has_record or _holder(w, selection) is not None:
+            needed.append(w)
+    return needed
+
+
 def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
               workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None = None,
               selection: Selection | None = None,
@@ -125,17 +177,14 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
     `now` is the run's instant (needed by policies with hold_windows or until). A given `selection` and
     `excluded_owners` are used as they are: a re-plan of a few re-read workloads must not rank activity
     from those alone, nor miss that their owner is excluded."""
-    if excluded_owners is None:
+    if excluded_owners is None or selection is None:
         workloads = list(workloads)  # the slim views only: the owners must be known before their Jobs
-        excluded_owners = frozenset(w.exclusion_key for w in workloads if w.excluded)
+    if excluded_owners is None:
+        excluded_owners = excluded_owners_of(workloads)
     valid = [p for p in policies if isinstance(p, Policy)]
     by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}
     if selection is None:
-        needs_activity = any(p.spec.keep_recent and not p.spec.suspend for p in valid)
-        if needs_activity:
-            workloads = list(workloads)
-        observed = selection_api.activity(workloads) if needs_activity else {}
-        selection = selection_api.select(valid, namespaces=namespaces, found=observed, settings=settings, now=now)
+        selection = select(policies, namespaces=namespaces, workloads=list(workloads), settings=settings, now=now)
     verdicts = selection.verdicts
     reports = {p.name: PolicyPlan(name=p.name) for p in valid}
     for name, state in selection.policies.items():
@@ -167,15 +216,17 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
                 f"{workload.original!r}; set it to the count to restore (or remove the record and "
                 f"the {workload.handling.record_key} annotation) by hand")))
             continue
+        if workload.size is None:  # `sizes_needed` names every such workload: reading it whole failed
+            problems.append(Problem(owner_name, workload, f"{workload.ref}: could not read its size"))
+            continue
         if holder is not None:
             dry_run = settings.dry_run or holder.spec.dry_run
             if workload.size > 0:
                 why = ("scaled up again during the freeze" if workload.has_record
                        else selection.policies[holder.name].reason(workload.namespace))
-                actions.append(Action(Verb.FREEZE, workload, holder.name,
-                                      freeze_patch(workload, policy=holder.name), 0, why, dry_run))
+                actions.append(Action(Verb.FREEZE, workload, holder.name, None, 0, why, dry_run))
             elif workload.has_record and workload.scaled_by != holder.name:
-                actions.append(Action(Verb.ADOPT, workload, holder.name, adopt_patch(workload, policy=holder.name),
+                actions.append(Action(Verb.ADOPT, workload, holder.name, None,
                                       0, f"record passes from {workload.scaled_by} to {holder.name}", dry_run))
             elif report:
                 report.unchanged += 1
@@ -189,7 +240,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
             continue
         dry_run = settings.dry_run or (owner.spec.dry_run if owner else False)
         restored = workload.handling.restored_size(workload.original or "")
-        actions.append(Action(Verb.RESTORE, workload, owner_name, restore_patch(workload), restored,
+        actions.append(Action(Verb.RESTORE, workload, owner_name, None, restored,
                               _restore_reason(workload, found, owner if isinstance(owner, Policy) else None,
                                               selection), dry_run))
 

@@ -24,7 +24,17 @@ from job.observe import required_access
 
 __all__ = ["ActionResult", "RunReport", "required_access", "run"]
 from job.kinds import BUILTIN
-from job.plan import Action, Plan, Problem, Verb, kinds_in_use, make_plan
+from job.plan import (
+    Action,
+    Plan,
+    Problem,
+    Verb,
+    excluded_owners_of,
+    kinds_in_use,
+    make_plan,
+    select,
+    sizes_needed,
+)
 from job.policy import InvalidPolicy, Policy
 from job.settings import Settings
 from job.status import PolicyOutcome, build_status
@@ -201,11 +211,20 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         observe.preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
         try:
             namespaces = observe.namespaces(kube)
-            workloads = observe.workloads(kube, observe.Kinds(list(kinds.handlers.values()), kinds_in_use(policies)))
+            handlers = list(kinds.handlers.values())
+            guess = select(policies, namespaces=namespaces, workloads=[], settings=settings, now=now)
+            workloads = observe.workloads(kube, observe.Kinds(
+                handlers, kinds_in_use(policies), family=observe.families(policies, handlers, namespaces),
+                all_namespaces=len(namespaces), guess=guess))
+            selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
+            excluded_owners = excluded_owners_of(workloads)
+            workloads = observe.complete(kube, workloads, sizes_needed(workloads, selection=selection,
+                                                                       excluded_owners=excluded_owners))
         except ApiError as exc:
             raise observe.startup_error(kube, exc) from None
         phase("observe")
-        plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
+        plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now,
+                         selection=selection, excluded_owners=excluded_owners)
         drain = drain_api.Drain(pods.Census(),
                                 gitops_managed=drain_api.gitops_managed(policies, plan=plan, workloads=workloads))
         kept = hpa_rechecks(policies, plan.actions, workloads)

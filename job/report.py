@@ -6,8 +6,9 @@ import datetime as dt
 import json
 import logging
 import sys
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
+from job.apply import ActionResult
 from job.plan import Verb
 from job.reconcile import RunReport
 from job.status import PolicyOutcome
@@ -114,7 +115,7 @@ def _selection_json(outcome: PolicyOutcome) -> dict[str, Any]:
     }
 
 
-def as_json(report: RunReport) -> dict[str, Any]:
+def as_json(report: RunReport, *, with_actions: bool = True) -> dict[str, Any]:
     _, fields = summary(report)
     return {
         "summary": fields,
@@ -133,11 +134,30 @@ def as_json(report: RunReport) -> dict[str, Any]:
                           "gitOps": r.tool, "fix": r.fix} for r in p.reverted],
             **_selection_json(p),
         } for p in report.policies],
-        "actions": [{
-            "verb": r.action.verb.value, "outcome": r.outcome, "message": r.message, "policy": r.action.policy,
-            "kind": r.action.workload.kind.value, "namespace": r.action.workload.namespace,
-            "name": r.action.workload.name, "before": r.action.workload.size, "after": r.action.after,
-            "reason": r.action.reason,
-        } for r in report.results],
+        "actions": [_action_json(r) for r in report.results] if with_actions else [],
         "problems": report.problems,
     }
+
+
+def _action_json(r: ActionResult) -> dict[str, Any]:
+    return {"verb": r.action.verb.value, "outcome": r.outcome, "message": r.message, "policy": r.action.policy,
+            "kind": r.action.workload.kind.value, "namespace": r.action.workload.namespace,
+            "name": r.action.workload.name, "before": r.action.workload.size, "after": r.action.after,
+            "reason": r.action.reason}
+
+
+def write_json(report: RunReport, out: TextIO) -> None:
+    """`as_json`, written out one action at a time: the report of a run that changed 40,000 workloads is
+    never built whole in memory."""
+    doc = as_json(report, with_actions=False)
+    out.write("{")
+    for i, (key, value) in enumerate(doc.items()):
+        out.write(f'{"," if i else ""}\n  {json.dumps(key)}: ')
+        if key != "actions":
+            out.write(json.dumps(value, indent=2).replace("\n", "\n  "))
+            continue
+        out.write("[")
+        for j, result in enumerate(report.results):
+            out.write(f'{"," if j else ""}\n    {json.dumps(_action_json(result))}')
+        out.write("\n  ]" if report.results else "]")
+    out.write("\n}\n")

@@ -8,6 +8,7 @@ here (the two record keys by `job.kinds`, re-exported).
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,10 @@ class Workload:
     """A slim, immutable view of one workload: only what the decisions need.
 
     `size` is replicas for scalable kinds, and 1 (running) or 0 (suspended or finished) for CronJobs
-    and Jobs. `original` is the raw recorded value (None when nsscaler holds no record), kept raw so
-    that a malformed record is reported instead of being silently reinterpreted. `controller` is the
+    and Jobs; None when it was read from metadata alone and cannot be known from it (see
+    `size_from_metadata`): the run reads the whole object before any decision needs it. `original` is
+    the raw recorded value (None when nsscaler holds no record), kept raw so that a malformed record
+    is reported instead of being silently reinterpreted. `controller` is the
     kind of its controller owner, if any (a Deployment's ReplicaSet, a CronJob's Job), and
     `controller_name` its name (an excluded CronJob keeps its Jobs running). `handler` is the kind's
     handler for this run (a built-in one when not given).
@@ -59,7 +62,7 @@ class Workload:
     namespace: str
     name: str
     resource_version: str
-    size: int
+    size: int | None
     original: str | None = None
     scaled_by: str | None = None
     excluded: bool = False
@@ -127,8 +130,25 @@ def _controller(meta: dict[str, Any]) -> tuple[str | None, str | None]:
     return (str(owner.get("kind")), str(owner.get("name"))) if owner else (None, None)
 
 
-def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
-    """Reduce one API object to a Workload right away, so a large LIST never stays in memory whole."""
+def size_from_metadata(handler: KindHandler, meta: dict[str, Any]) -> int | None:
+    """The size of an object known from its metadata alone, or None.
+
+    It is known when the object carries our record and nsscaler still owns its size field in
+    `managedFields`: the API server hands a field to whoever changes its value, so nsscaler owning it
+    means nobody changed it since nsscaler froze it (a restore removes the record in the same write).
+    A steady state can then LIST metadata only, which costs the API server about half of a full LIST."""
+    if handler.record_key not in (meta.get("annotations") or {}):
+        return None
+    frozen = handler.frozen_body()
+    owners = gitops.size_owners(meta.get("managedFields"), gitops.size_path(frozen))
+    if not any(manager == gitops.FIELD_MANAGER for _, manager in owners):
+        return None
+    return handler.size_of(_merged({"metadata": meta}, frozen))
+
+
+def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bool = False) -> Workload:
+    """Reduce one API object to a Workload right away, so a large LIST never stays in memory whole.
+    `metadata_only`: `obj` came from a metadata-only LIST (no spec, no status)."""
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
@@ -136,10 +156,10 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any]) -> Workload:
     controller, controller_name = _controller(meta)
     return Workload(
         kind=handler.kind,
-        namespace=meta["namespace"],
+        namespace=sys.intern(meta["namespace"]),  # one string per namespace, however many workloads
         name=meta["name"],
         resource_version=meta.get("resourceVersion", ""),
-        size=handler.size_of(obj),
+        size=size_from_metadata(handler, meta) if metadata_only else handler.size_of(obj),
         original=annotations.get(handler.record_key),
         scaled_by=annotations.get(ANNOTATION_SCALED_BY),
         excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
@@ -172,7 +192,12 @@ def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
     """Size to zero and the record, in one merge patch. An existing record is never overwritten:
     a workload scaled up by hand during a freeze keeps its pre-freeze count."""
     handler = workload.handling
-    original = workload.original if workload.has_record else handler.original_value(workload.size)
+    if workload.original is not None:
+        original = workload.original
+    elif workload.size is not None:
+        original = handler.original_value(workload.size)
+    else:
+        raise ValueError(f"{workload.ref}: freezing needs its size, read only from metadata")
     return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,

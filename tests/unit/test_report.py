@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
+import json
 
 from job.plan import make_plan
 from job.reconcile import ActionResult, RunReport
-from job.report import as_json, plan_table
+from job.report import as_json, plan_table, write_json
 from job.status import PolicyOutcome
 from job.workloads import Namespace
 from tests.unit.factories import policy, settings, workload
@@ -45,3 +47,15 @@ def test_dry_run_table_gives_the_reason_per_namespace():
     assert policies["q"]["holding"] is False
     assert policies["q"]["nextChange"] == "2026-12-05T00:00:00+00:00"
     assert policies["p"]["recent"] == {"shop-v3": {"lastActivity": "2026-11-03T00:00:00+00:00", "by": "creation"}}
+
+
+def test_the_streamed_json_report_is_the_whole_report():
+    """`--output json` writes one action at a time; what it writes parses to exactly `as_json`."""
+    namespaces = [Namespace(f"shop-v{i}") for i in (1, 2, 3)]
+    found = [workload("shop-v2", size=2), workload("shop-v3", name="db", size=1), workload("shop-v1", original="4")]
+    for report in (_report([policy("p", "shop-", ["v1"])], namespaces, found),
+                   _report([policy("p", "shop-", ["v1", "v2", "v3"])], namespaces, [])):
+        out = io.StringIO()
+        write_json(report, out)
+        assert json.loads(out.getvalue()) == as_json(report)
+    assert len(json.loads(out.getvalue())["actions"]) == 0

@@ -1,0 +1,54 @@
+"""Cost follows the family: a small family in a large cluster is read one namespace at a time, and still
+nothing outside it is missed (records left by a deleted policy come back)."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from tests import builders
+from tests.builders import AdminApi
+from tests.invariants import snapshot
+
+
+def crowd(api: AdminApi, prefix: str, count: int, *, start: int = 0) -> None:
+    """`count` namespaces outside the family, three Deployments each (at 0: no Pods to wait for): the rest of a busy cluster."""
+    def make(i: int) -> None:
+        ns = f"{prefix}other{i:03d}"
+        api.create(builders.namespace(ns))
+        for j in range(3):
+            api.create(builders.deployment(ns, f"d{j}", 0))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(make, range(start, start + count)))
+
+
+def ways(stderr: str) -> dict[str, str]:
+    """How the run read each kind, from its debug log lines."""
+    lines = (json.loads(line) for line in stderr.splitlines() if line.startswith("{"))
+    return {line["kind"]: line["way"] for line in lines if line.get("event") == "read"}
+
+
+def test_a_small_family_in_a_busy_cluster_is_read_per_namespace(api: AdminApi, run_job, prefix):
+    family = prefix + "fam-"
+    # A record a deleted policy left behind, outside every family: only the cluster-wide sweep can see it.
+    api.create(builders.namespace(prefix + "old"))
+    api.create(builders.deployment(prefix + "old", "web", 2))
+    api.create(builders.nsscaler(f"{prefix}old", prefix + "old", []))
+    assert run_job().exit_code == 0
+    api.delete("NSScaler", f"{prefix}old")
+    crowd(api, prefix, 60)
+    for suffix, replicas in (("v1", 3), ("v2", 2)):
+        api.create(builders.namespace(family + suffix))
+        api.create(builders.deployment(family + suffix, "web", replicas))
+    api.create(builders.nsscaler(f"{prefix}p", family, ["v2"]))
+
+    first = run_job("--log-level", "debug", "--log-format", "json")
+    assert first.exit_code == 0, first.stderr
+    assert ways(first.stderr)["Deployment"] == "per-namespace"
+    assert snapshot(api, family) == {(family + "v1", "web"): (0, "3"), (family + "v2", "web"): (2, None)}
+    assert snapshot(api, prefix + "old") == {(prefix + "old", "web"): (2, None)}
+
+    steady = run_job().requests
+    crowd(api, prefix, 30, start=60)
+    assert run_job().requests == steady  # 30 more namespaces and 90 Deployments outside cost nothing
+    assert steady.get("get", 0) == 0 and steady.get("patch") == 1  # only the status: all known from metadata
