@@ -12,7 +12,7 @@ from tests.invariants import snapshot
 
 
 def crowd(api: AdminApi, prefix: str, count: int, *, start: int = 0) -> None:
-    """`count` namespaces outside the family, three Deployments each (at 0: no Pods to wait for): the rest of a busy cluster."""
+    """`count` namespaces outside the family, three Deployments each (at 0: no Pods to wait for)."""
     def make(i: int) -> None:
         ns = f"{prefix}other{i:03d}"
         api.create(builders.namespace(ns))
