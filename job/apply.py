@@ -30,7 +30,7 @@ _EVENT = {Verb.FREEZE: ("Frozen", "froze"), Verb.RESTORE: ("Restored", "restored
           Verb.PAUSE: ("Paused", "paused the ScaledObject"), Verb.RESUME: ("Resumed", "resumed the ScaledObject")}
 
 
-@dataclass
+@dataclass(slots=True)
 class ActionResult:
     action: Action
     outcome: str  # applied | dry-run | settled | gone | failed

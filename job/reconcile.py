@@ -239,7 +239,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         phase("apply")
         try:
             drain_api.frozen_now(drain.census, report.results)
-            drain.census = drain_api.census(kube, plan.held_by, drain.census)
+            drain.census = drain_api.census(kube, plan.held_by, drain.census, all_namespaces=len(namespaces))
         except ApiError as exc:
             report.problems.append(f"could not count Pods for `done`: {exc}")
             drain.unknown = str(exc)  # unknown is not done

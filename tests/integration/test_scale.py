@@ -18,6 +18,7 @@ def crowd(api: AdminApi, prefix: str, count: int, *, start: int = 0) -> None:
         api.create(builders.namespace(ns))
         for j in range(3):
             api.create(builders.deployment(ns, f"d{j}", 0))
+        api.create(builders.pod(ns, "bare"))  # Pending for good (this cluster has no node): still live
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(make, range(start, start + count)))
 
@@ -42,9 +43,12 @@ def test_a_small_family_in_a_busy_cluster_is_read_per_namespace(api: AdminApi, r
         api.create(builders.deployment(family + suffix, "web", replicas))
     api.create(builders.nsscaler(f"{prefix}p", family, ["v2"]))
 
+    api.create(builders.pod(family + "v1", "left"))
     first = run_job("--log-level", "debug", "--log-format", "json")
     assert first.exit_code == 0, first.stderr
-    assert ways(first.stderr)["Deployment"] == "per-namespace"
+    assert ways(first.stderr) == {"Deployment": "per-namespace", "StatefulSet": "cluster-wide", "Pod": "per-namespace"}
+    [outcome] = [p for p in first.report["policies"] if p["name"] == f"{prefix}p"]
+    assert not outcome["done"] and [r["owner"] for r in outcome["remaining"]] == ["Pod/left"]
     assert snapshot(api, family) == {(family + "v1", "web"): (0, "3"), (family + "v2", "web"): (2, None)}
     assert snapshot(api, prefix + "old") == {(prefix + "old", "web"): (2, None)}
 
