@@ -16,7 +16,6 @@ import datetime as dt
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -121,8 +120,8 @@ def results_of(args: argparse.Namespace, measured: dict[str, Any]) -> dict[str, 
     memory_rows = summary.summarise(measured["memory_raw"])
     memory = summary.memory_profile(rows + memory_rows, cluster.PER_NAMESPACE)
     notes = [
-        f"naive and limit run at N ≤ {args.compare_max} only: they take long at larger N and say nothing new "
-        "there (both are linear in N).",
+        *([f"naive and limit run at N ≤ {args.compare_max} only: they take long at larger N and say nothing new "
+           "there (both are linear in N)."] if sizes[-1] > args.compare_max else []),
         "Memory sizes: nsscaler's first run only, one repetition (peak RSS needs no median); kube-downscaler, "
         "naive and limit are not run there: it would take long, and only nsscaler's memory is a target.",
         "The cluster state is checked after every run of the first repetition: each tool froze exactly the "
@@ -152,14 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.peer:
         args.peer = args.peer.resolve()
         peer.ensure_venv(args.peer)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nsscaler-bench-") as tmp:
-        print("starting a control plane without Pod-creating controllers", file=sys.stderr)
+        scenarios.say("starting a control plane without Pod-creating controllers")
         plane = controlplane.start(Path(tmp) / "plane", controllers=controlplane.BENCH_CONTROLLERS)
         try:
             measured = run_all(args, plane)
         finally:
             plane.stop()
     results = results_of(args, measured)
+    results["elapsed_s"] = round(time.monotonic() - started)
     table = markdown.render(results)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)

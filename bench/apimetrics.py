@@ -77,12 +77,14 @@ def scrape(plane: ControlPlane) -> Snapshot:
 def delta(before: Snapshot, after: Snapshot) -> dict[str, object]:
     """What happened between two snapshots: requests by verb, bytes by verb/resource, and the totals."""
     requests: Counter[str] = Counter()
-    for (verb, _), count in (after.requests - before.requests).items():
+    sent = after.requests - before.requests
+    for (verb, _), count in sent.items():
         requests[verb] += count
-    by_resource = {f"{verb}/{resource}": n for (verb, resource), n in
-                   sorted((after.response_bytes - before.response_bytes).items())}
+    bytes_by_resource = {f"{verb}/{resource}": n for (verb, resource), n in
+                         sorted((after.response_bytes - before.response_bytes).items())}
     return {"server_requests": dict(sorted(requests.items())), "server_total_requests": sum(requests.values()),
-            "server_bytes": by_resource, "server_total_bytes": sum(by_resource.values())}
+            "server_requests_by_resource": {f"{verb}/{resource}": n for (verb, resource), n in sorted(sent.items())},
+            "server_bytes": bytes_by_resource, "server_total_bytes": sum(bytes_by_resource.values())}
 
 
 def wait_quiet(plane: ControlPlane, *, interval: float = 1.0, timeout: float = 600.0) -> None:

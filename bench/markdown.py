@@ -40,6 +40,39 @@ def ratios_table(ratio_rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _figures(r: dict[str, Any]) -> str:
+    rss = f" / {r['rss_mb']:.0f} MB" if r.get("rss_mb") else ""
+    return f"{r['seconds']:.2f} s / {r['server_total_requests']} / {r['server_cpu_s']:.2f} s{rss}"
+
+
+def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
+    """nsscaler next to kube-downscaler, as issue 14's table: measured when the peer ran, else its figures."""
+    by_key = summary.index(rows)
+    lines = ["| N | scenario | nsscaler wall / requests / API-server CPU / RSS | kube-downscaler | source |",
+             "|---|---|---|---|---|"]
+    for (n, scenario, tool), ours in by_key.items():
+        if tool != "nsscaler":
+            continue
+        theirs = by_key.get((n, scenario, summary.PEER))
+        reference = summary.PEER_REFERENCE.get((n, scenario))
+        if theirs:
+            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(theirs)} | measured |")
+        elif reference:
+            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(reference)} | reference, issue 14 |")
+    return lines if len(lines) > 2 else []
+
+
+def steady_profile(rows: list[dict[str, Any]]) -> list[str]:
+    """Where a steady-state run of nsscaler goes, by the API server's counts: requests and KB per resource."""
+    lines = ["| scenario | N | requests by verb/resource | KB received by resource |", "|---|---|---|---|"]
+    for r in rows:
+        if r["tool"] == "nsscaler" and r["scenario"] == "steady state":
+            requests = " ".join(f"{k}={v}" for k, v in r.get("server_requests_by_resource", {}).items())
+            received = " ".join(f"{k.split('/', 1)[1]}={_kb(v)}" for k, v in r["server_bytes"].items())
+            lines.append(f"| {r.get('label', 'all-family')} | {r['n']} | {requests} | {received} |")
+    return lines
+
+
 def peer_lines(peer: dict[str, Any] | None) -> list[str]:
     if not peer:
         rows = [f"| {n} | {scenario} | {f['seconds']} s / {f['server_total_requests']} / {f['server_cpu_s']} s / "
@@ -84,14 +117,18 @@ def render(results: dict[str, Any]) -> str:
         "Requests and KB received are the API server's own counters (`apiserver_request_total`, "
         "`apiserver_response_sizes_sum`, read from its /metrics just before and after each run) for every tool; "
         "not counted: non-resource requests, WATCH, and the server's housekeeping resources "
-        f"({filtered}). Bytes are observed for reads (GET, LIST) only. `own count` is what the tool "
-        "itself reported (nsscaler's JSON report; naive and limit count their requests).",
+        f"({filtered}). Bytes are observed for reads (GET, LIST) only, as sent: the API server gzips a response "
+        "over 128 KB for clients that accept it, and every client here does (requests' default). `own count` is "
+        "what the tool itself reported (nsscaler's JSON report; naive and limit count their requests).",
         "Wall time is the whole process for nsscaler and kube-downscaler (Python start-up included, as a CronJob "
         "pays it); CPU is kube-apiserver + etcd (/proc, 10 ms ticks). Medians of the repetitions.",
         *results["notes"],
+        f"The whole bench took {results['elapsed_s'] / 60:.0f} min.",
     ]
-    out = ["## Targets", "", *targets, "", "## All-family scenarios", "", *runs_table(results["rows"]), "",
-           *ratios_table(results["ratios"]), "", *peer_lines(results["peer"]), "",
-           *family_section(results["family"]), "", *memory_section(results["memory"]), "",
-           "## Notes", "", *[f"- {n}" for n in notes]]
+    family_rows = [{**r, "label": "family"} for r in results["family"]["rows"]]
+    out = ["## Targets", "", *targets, "", "## nsscaler and kube-downscaler", "", *side_by_side(results["rows"]), "",
+           *peer_lines(results["peer"]), "", "## All-family scenarios", "", *runs_table(results["rows"]), "",
+           *ratios_table(results["ratios"]), "", *family_section(results["family"]), "",
+           "### Where nsscaler's steady state goes", "", *steady_profile(results["rows"] + family_rows), "",
+           *memory_section(results["memory"]), "", "## Notes", "", *[f"- {n}" for n in notes]]
     return "\n".join(out) + "\n"

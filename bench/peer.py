@@ -74,8 +74,9 @@ def ensure_venv(checkout: Path) -> None:
 
 
 def commit(checkout: Path) -> str:
-    return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    found = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                           check=False)
+    return found.stdout.strip() if found.returncode == 0 else "unknown (not a git checkout)"
 
 
 def exclude_pattern(prefix: str, allowed_namespaces: list[str]) -> str:

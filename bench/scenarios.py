@@ -19,7 +19,7 @@ from typing import Any
 
 import pykube
 
-from bench import baselines, cluster, peer, runs
+from bench import baselines, cluster, peer, runs, summary
 from tests.builders import AdminApi
 from tests.cluster.controlplane import ControlPlane
 
@@ -51,8 +51,13 @@ class Bench:
         return lambda ns: ns not in keep
 
 
+_STARTED = time.monotonic()
+
+
 def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """Progress on stderr, with the minutes since the bench started (a full `make bench` takes ~40)."""
+    elapsed = int(time.monotonic() - _STARTED)
+    print(f"[{elapsed // 60:02d}:{elapsed % 60:02d}] {text}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -91,8 +96,8 @@ def all_family(b: Bench, n: int) -> list[dict[str, Any]]:
             say(f"  N={n} rep {rep + 1}/{b.reps}: kube-downscaler")
             run_peer = functools.partial(peer.run, b.peer, b.kubeconfig, prefix=PREFIX,
                                          allowed_namespaces=[PREFIX + s for s in first])
-            rec.add("first run", "peer", run_peer, first)
-            rec.add("steady state", "peer", run_peer, first)
+            rec.add("first run", summary.PEER, run_peer, first)
+            rec.add("steady state", summary.PEER, run_peer, first)
             peer.restore_all(b.client)
         if n > b.compare_max:
             continue

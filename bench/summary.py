@@ -13,6 +13,8 @@ PEER_REFERENCE: dict[tuple[int, str], dict[str, float]] = {
     (1000, "steady state"): {"seconds": 1.71, "server_total_requests": 3, "server_cpu_s": 0.21, "rss_mb": 130},
     (1000, "first run"): {"seconds": 31.1, "server_total_requests": 4003, "server_cpu_s": 26.1, "rss_mb": 146},
 }
+#: the peer's name in the rows
+PEER = "kube-downscaler"
 STEADY_SIZES = (100, 1000)
 FAMILY_RATIO = 1 / 5
 MEMORY_N = 10000
@@ -38,7 +40,8 @@ def summarise(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "server_cpu_s": statistics.median(r["server_cpu_s"] for r in group),
             "server_total_bytes": statistics.median(r["server_total_bytes"] for r in group),
             "requests": own, "total_requests": sum(own.values()) if own is not None else None,
-            **{k: median_run[k] for k in ("server_requests", "server_total_requests", "server_bytes")},
+            **{k: median_run[k] for k in ("server_requests", "server_total_requests", "server_requests_by_resource",
+                                          "server_bytes")},
             "rss_mb": max(rss) if rss else None,
         })
     return rows
@@ -94,7 +97,7 @@ Index = dict[tuple[int, str, str], dict[str, Any]]
 
 
 def _peer(by_key: Index, n: int, scenario: str) -> tuple[dict[str, Any] | None, str]:
-    measured = by_key.get((n, scenario, "peer"))
+    measured = by_key.get((n, scenario, PEER))
     if measured:
         return measured, "measured"
     reference = PEER_REFERENCE.get((n, scenario))
@@ -119,14 +122,15 @@ def family_targets(family_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_key = {(r["scenario"], r["tool"]): r for r in family_rows}
     steady, listing = by_key.get(("steady state", "nsscaler")), by_key.get(("cluster-wide LIST", "reference"))
     out = []
-    for field, label, unit in (("server_cpu_s", "API-server CPU", "s"), ("server_total_bytes", "bytes received", "B")):
+    shown = {"server_cpu_s": lambda v: f"{v:.2f} s", "server_total_bytes": lambda v: f"{v / 1024:.0f} KB"}
+    for field, label in (("server_cpu_s", "API-server CPU"), ("server_total_bytes", "bytes received")):
         if steady is None or listing is None:
             out.append({"target": f"family: steady-state {label} ≤ 1/5 of a cluster-wide LIST", "figures": "",
                         "verdict": _verdict(None)})
             continue
         ratio = steady[field] / listing[field] if listing[field] else None  # a LIST under one CPU tick
         out.append({"target": f"family {steady['n']}: steady-state {label} ≤ 1/5 of a cluster-wide LIST",
-                    "figures": f"{steady[field]:.6g} {unit} / {listing[field]:.6g} {unit} = {_opt(ratio, '.3f')}",
+                    "figures": f"{shown[field](steady[field])} / {shown[field](listing[field])} = {_opt(ratio, '.3f')}",
                     "verdict": _verdict(None if ratio is None else ratio <= FAMILY_RATIO)})
     return out
 
