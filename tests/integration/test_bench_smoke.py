@@ -1,11 +1,13 @@
 """A tiny run of the benchmark code (N=20, one repetition, a family of 5 in 20, memory at 30), so `make bench`
-cannot rot unnoticed. It does not need kube-downscaler: without `--peer` the bench shows its reference
-figures."""
+cannot rot unnoticed, and the bench's own rules checked without a cluster. Nothing here needs kube-downscaler:
+without `--peer` the bench shows its reference figures."""
 
 from __future__ import annotations
 
 import json
+import re
 
+from bench import apimetrics, peer, summary
 from bench.__main__ import main
 
 
@@ -37,3 +39,32 @@ def test_benchmark_smoke(tmp_path, capsys):
     assert result["memory"]["mb_per_1000_workloads"] is not None
     assert {t["verdict"] for t in result["targets"]} <= {"met", "missed", "not measured"}
     assert "reference figures from issue 14" in out  # no --peer: the issue's figures stand in
+
+
+def test_peer_command_keeps_up_what_the_policy_keeps_up():
+    """kube-downscaler splits --exclude-namespaces on commas and `fullmatch`es each regex (scaler.py): the
+    bench's value must exclude every namespace outside the family and exactly the allowed ones in it."""
+    value = peer.exclude_pattern("bench-", ["bench-n00000", "bench-n00005"])
+    patterns = [re.compile(p) for p in value.split(",")]
+    excluded = {ns for ns in ("default", "kube-system", "family-n00000", "bench-n00000", "bench-n00005",
+                              "bench-n00001", "bench-n000050", "xbench-n00001")
+                if any(p.fullmatch(ns) for p in patterns)}
+    assert excluded == {"default", "kube-system", "family-n00000", "bench-n00000", "bench-n00005", "xbench-n00001"}
+    assert peer.requirements('[tool.poetry.dependencies]\npython = ">=3.10"\nnew-pykube = "*"\nmypy = "^1.13.0"\n') \
+        == ["new-pykube", "mypy>=1.13.0"]
+
+
+def test_api_server_counts_leave_out_what_no_tool_sends():
+    before = apimetrics.parse("")
+    after = apimetrics.parse("\n".join([
+        'apiserver_request_total{code="200",component="apiserver",resource="deployments",verb="LIST"} 3',
+        'apiserver_request_total{code="200",component="apiserver",resource="deployments",verb="PATCH"} 2',
+        'apiserver_request_total{code="200",component="apiserver",resource="leases",verb="PUT"} 7',
+        'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="WATCH"} 1',
+        'apiserver_request_total{code="200",component="",resource="",subresource="/metrics",verb="GET"} 9',
+        'apiserver_response_sizes_sum{component="apiserver",resource="deployments",verb="LIST"} 1.5e+06',
+    ]))
+    counted = apimetrics.delta(before, after)
+    assert counted["server_requests"] == {"list": 3, "patch": 2}
+    assert counted["server_bytes"] == {"list/deployments": 1_500_000}
+    assert summary.slope([(1, 50.0), (2, 52.0), (3, 54.0)]) == 2.0
