@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -108,7 +109,7 @@ def peer_info(args: argparse.Namespace, sizes: list[int],
                                 allowed_namespaces=[scenarios.PREFIX + s for s in cluster.allowed(n, 0)])
                 for n in sizes}
     checkout = str(args.peer)
-    shown = {n: " ".join(c).replace(str(peer.python(args.peer)), ".venv/bin/python") for n, c in commands.items()}
+    shown = {n: shlex.join([".venv/bin/python", *c[1:]]) for n, c in commands.items()}  # run in the checkout
     return {"commit": peer.commit(args.peer), "checkout": checkout, "commands": shown, "example_n": sizes[0],
             "example_command": shown[sizes[0]], "restore_check": restore_check}
 
@@ -139,7 +140,8 @@ def results_of(args: argparse.Namespace, measured: dict[str, Any]) -> dict[str, 
                     "compare_max": args.compare_max},
         "peer": peer_info(args, sizes, measured["restore_check"]),
         "rows": rows, "ratios": summary.ratios(rows),
-        "family": {"size": args.family, "cluster": measured["family_cluster"], "rows": family_rows},
+        "family": {"size": args.family, "cluster": measured["family_cluster"], "rows": family_rows,
+                   "steady_over_cluster_wide_list": summary.family_ratios(family_rows)},
         "memory": {**memory, "rows": memory_rows},
         "targets": summary.targets(rows, family_rows, memory),
         "notes": notes,

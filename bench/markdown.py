@@ -80,8 +80,8 @@ def peer_lines(peer: dict[str, Any] | None) -> list[str]:
         return ["kube-downscaler was not run (no `--peer`; `make bench PEER=<checkout>`). Its reference figures "
                 "from issue 14 (26.4.0, measured on this machine, not in this run):", "",
                 "| N | scenario | wall / requests / API-server CPU / RSS |", "|---|---|---|", *rows]
-    lines = [f"kube-downscaler {peer['commit']} (`{peer['checkout']}`), command line (N={peer['example_n']}; the "
-             "allowed namespaces change with N, every command is in the JSON):", "",
+    lines = [f"kube-downscaler {peer['commit']} (`{peer['checkout']}`), its command line in the checkout "
+             f"(N={peer['example_n']}; the allowed namespaces change with N, every command is in the JSON):", "",
              f"    KUBECONFIG=<admin kubeconfig> {peer['example_command']}"]
     restore = peer.get("restore_check")
     if restore:

@@ -118,20 +118,32 @@ def steady_targets(by_key: Index) -> list[dict[str, Any]]:
     return out
 
 
+def family_ratios(family_rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """nsscaler's steady state in the family over one cluster-wide LIST, for server CPU and bytes received."""
+    by_key = {(r["scenario"], r["tool"]): r for r in family_rows}
+    steady, listing = by_key.get(("steady state", "nsscaler")), by_key.get(("cluster-wide LIST", "reference"))
+    if steady is None or listing is None:
+        return {}
+    return {field: steady[field] / listing[field] if listing[field] else None
+            for field in ("server_cpu_s", "server_total_bytes")}
+
+
 def family_targets(family_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_key = {(r["scenario"], r["tool"]): r for r in family_rows}
     steady, listing = by_key.get(("steady state", "nsscaler")), by_key.get(("cluster-wide LIST", "reference"))
-    out = []
+    ratios = family_ratios(family_rows)
     shown = {"server_cpu_s": lambda v: f"{v:.2f} s", "server_total_bytes": lambda v: f"{v / 1024:.0f} KB"}
+    out = []
     for field, label in (("server_cpu_s", "API-server CPU"), ("server_total_bytes", "bytes received")):
-        if steady is None or listing is None:
-            out.append({"target": f"family: steady-state {label} ≤ 1/5 of a cluster-wide LIST", "figures": "",
-                        "verdict": _verdict(None)})
-            continue
-        ratio = steady[field] / listing[field] if listing[field] else None  # a LIST under one CPU tick
-        out.append({"target": f"family {steady['n']}: steady-state {label} ≤ 1/5 of a cluster-wide LIST",
-                    "figures": f"{shown[field](steady[field])} / {shown[field](listing[field])} = {_opt(ratio, '.3f')}",
-                    "verdict": _verdict(None if ratio is None else ratio <= FAMILY_RATIO)})
+        size = f" {steady['n']}" if steady else ""
+        target = {"target": f"family{size}: steady-state {label} ≤ 1/5 of a cluster-wide LIST", "figures": "",
+                  "verdict": _verdict(None)}
+        if steady is not None and listing is not None:
+            ratio = ratios[field]  # None: the LIST took less than one CPU tick
+            target.update(figures=f"{shown[field](steady[field])} / {shown[field](listing[field])} = "
+                                  f"{_opt(ratio, '.3f')}",
+                          verdict=_verdict(None if ratio is None else ratio <= FAMILY_RATIO))
+        out.append(target)
     return out
 
 
