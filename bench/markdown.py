@@ -31,6 +31,8 @@ def runs_table(rows: list[dict[str, Any]], *, label: str = "N") -> list[str]:
 
 
 def ratios_table(ratio_rows: list[dict[str, Any]]) -> list[str]:
+    if not ratio_rows:
+        return []
     lines = ["| N | scenario | time nsscaler/naive | time nsscaler/limit | requests nsscaler/naive |",
              "|---|---|---|---|---|"]
     for r in ratio_rows:
