@@ -81,8 +81,8 @@ cluster-down: install ## stop the local control plane and remove its state
 demo: install control-plane ## the whole product in one command on a throwaway local control plane
 	$(BIN)/python -m tests.demo
 
-bench: install control-plane ## requests, time and memory at N = 100, 1000, 3000 namespaces (minutes)
-	$(BIN)/python -m bench
+bench: install control-plane ## issue 14's targets side by side: nsscaler, kube-downscaler (PEER=<checkout>), naive, limit (~40 min)
+	$(BIN)/python -m bench $(if $(PEER),--peer $(PEER))
 
 run: install ## run the job once against KUBECONFIG (default: the local control plane)
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(BIN)/nsscaler

@@ -1,19 +1,70 @@
-"""A tiny run of the benchmark code (N=20, one repetition), so `make bench` cannot rot unnoticed."""
+"""A tiny run of the benchmark code (N=20, one repetition, a family of 5 in 20, memory at 30), so `make bench`
+cannot rot unnoticed, and the bench's own rules checked without a cluster. Nothing here needs kube-downscaler:
+without `--peer` the bench shows its reference figures."""
 
 from __future__ import annotations
 
 import json
+import re
 
+from bench import apimetrics, peer, summary
 from bench.__main__ import main
 
 
 def test_benchmark_smoke(tmp_path, capsys):
     """Starts its own control plane without the Deployment controller, as `make bench` does."""
-    assert main(["--sizes", "20", "--reps", "1", "--out", str(tmp_path)]) == 0
+    assert main(["--sizes", "20", "--reps", "1", "--family", "5", "--family-cluster", "20", "--memory-sizes", "30",
+                 "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "smoke.json").read_text())
     rows = {(r["scenario"], r["tool"]): r for r in result["rows"]}
     assert rows[("first run", "nsscaler")]["requests"]["patch"] >= 80  # 80 % of 100 Deployments, plus status
     assert rows[("first run", "limit")]["total_requests"] == 80
     assert rows[("steady state", "nsscaler")]["requests"].get("patch") == 1  # the status write only
     assert rows[("first run", "nsscaler")]["rss_mb"] > 10
-    assert "| 20 | first run | nsscaler |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| 20 | first run | nsscaler |" in out
+
+    # The API server's own counts agree with what the tools counted: writes exactly; LISTs of APIs the
+    # server does not serve (KEDA's) are answered 404 uncounted, so its LIST count may be lower.
+    for key in (("first run", "nsscaler"), ("steady state", "nsscaler"), ("first run", "limit")):
+        own, server = rows[key]["requests"], rows[key]["server_requests"]
+        assert {v: n for v, n in own.items() if v != "list"} == {v: n for v, n in server.items() if v != "list"}
+        assert server.get("list", 0) <= own.get("list", 0)
+    assert rows[("steady state", "nsscaler")]["server_total_bytes"] > 0  # its LISTs' bodies
+
+    family = {(r["scenario"], r["tool"]): r for r in result["family"]["rows"]}
+    assert family[("first run", "nsscaler")]["server_requests"]["patch"] >= 20  # 80 % of 25 Deployments
+    assert family[("cluster-wide LIST", "reference")]["server_requests"] == {"list": 1}  # 125 Deployments, 1 page
+    assert [p["n"] for p in result["memory"]["points"]] == [20, 30]
+    assert result["memory"]["mb_per_1000_workloads"] is not None
+    assert {t["verdict"] for t in result["targets"]} <= {"met", "missed", "not measured"}
+    assert "reference figures from issue 14" in out  # no --peer: the issue's figures stand in
+
+
+def test_peer_command_keeps_up_what_the_policy_keeps_up():
+    """kube-downscaler splits --exclude-namespaces on commas and `fullmatch`es each regex (scaler.py): the
+    bench's value must exclude every namespace outside the family and exactly the allowed ones in it."""
+    value = peer.exclude_pattern("bench-", ["bench-n00000", "bench-n00005"])
+    patterns = [re.compile(p) for p in value.split(",")]
+    excluded = {ns for ns in ("default", "kube-system", "family-n00000", "bench-n00000", "bench-n00005",
+                              "bench-n00001", "bench-n000050", "xbench-n00001")
+                if any(p.fullmatch(ns) for p in patterns)}
+    assert excluded == {"default", "kube-system", "family-n00000", "bench-n00000", "bench-n00005", "xbench-n00001"}
+    assert peer.requirements('[tool.poetry.dependencies]\npython = ">=3.10"\nnew-pykube = "*"\nmypy = "^1.13.0"\n') \
+        == ["new-pykube", "mypy>=1.13.0"]
+
+
+def test_api_server_counts_leave_out_what_no_tool_sends():
+    before = apimetrics.parse("")
+    after = apimetrics.parse("\n".join([
+        'apiserver_request_total{code="200",component="apiserver",resource="deployments",verb="LIST"} 3',
+        'apiserver_request_total{code="200",component="apiserver",resource="deployments",verb="PATCH"} 2',
+        'apiserver_request_total{code="200",component="apiserver",resource="leases",verb="PUT"} 7',
+        'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="WATCH"} 1',
+        'apiserver_request_total{code="200",component="",resource="",subresource="/metrics",verb="GET"} 9',
+        'apiserver_response_sizes_sum{component="apiserver",resource="deployments",verb="LIST"} 1.5e+06',
+    ]))
+    counted = apimetrics.delta(before, after)
+    assert counted["server_requests"] == {"list": 3, "patch": 2}
+    assert counted["server_bytes"] == {"list/deployments": 1_500_000}
+    assert summary.slope([(1, 50.0), (2, 52.0), (3, 54.0)]) == 2.0

@@ -1,0 +1,136 @@
+"""Pure: the bench's results as the markdown printed on stdout and saved beside the JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench import apimetrics, summary
+
+
+def _verbs(counts: dict[str, int] | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(counts.items())) if counts else ""
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1024:,.0f}" if n >= 10240 else f"{n / 1024:.1f}"
+
+
+def _opt(value: float | None, spec: str) -> str:
+    return format(value, spec) if value is not None else ""
+
+
+def runs_table(rows: list[dict[str, Any]], *, label: str = "N") -> list[str]:
+    lines = [f"| {label} | scenario | tool | wall s | API server + etcd CPU s | requests (API server) | by verb | "
+             "KB received | own count | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['scenario']} | {r['tool']} | {r['seconds']:.2f} | {r['server_cpu_s']:.2f} | "
+                     f"{r['server_total_requests']} | {_verbs(r['server_requests'])} | "
+                     f"{_kb(r['server_total_bytes'])} | {_opt(r['total_requests'], 'd')} | "
+                     f"{_opt(r['rss_mb'], '.0f')} |")
+    return lines
+
+
+def ratios_table(ratio_rows: list[dict[str, Any]]) -> list[str]:
+    if not ratio_rows:
+        return []
+    lines = ["| N | scenario | time nsscaler/naive | time nsscaler/limit | requests nsscaler/naive |",
+             "|---|---|---|---|---|"]
+    for r in ratio_rows:
+        limit = f"{r['time_vs_limit']:.2f}" if r["time_vs_limit"] is not None else "n/a (nothing to send)"
+        lines.append(f"| {r['n']} | {r['scenario']} | {r['time_vs_naive']:.3f} | {limit} | "
+                     f"{r['requests_vs_naive']:.4f} |")
+    return lines
+
+
+def _figures(r: dict[str, Any]) -> str:
+    rss = f" / {r['rss_mb']:.0f} MB" if r.get("rss_mb") else ""
+    return f"{r['seconds']:.2f} s / {r['server_total_requests']} / {r['server_cpu_s']:.2f} s{rss}"
+
+
+def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
+    """nsscaler next to kube-downscaler, as issue 14's table: measured when the peer ran, else its figures."""
+    by_key = summary.index(rows)
+    lines = ["| N | scenario | nsscaler wall / requests / API-server CPU / RSS | kube-downscaler | source |",
+             "|---|---|---|---|---|"]
+    for (n, scenario, tool), ours in by_key.items():
+        if tool != "nsscaler":
+            continue
+        theirs = by_key.get((n, scenario, summary.PEER))
+        reference = summary.PEER_REFERENCE.get((n, scenario))
+        if theirs:
+            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(theirs)} | measured |")
+        elif reference:
+            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(reference)} | reference, issue 14 |")
+    return lines if len(lines) > 2 else []
+
+
+def steady_profile(rows: list[dict[str, Any]]) -> list[str]:
+    """Where a steady-state run of nsscaler goes, by the API server's counts: requests and KB per resource."""
+    lines = ["| scenario | N | requests by verb/resource | KB received by resource |", "|---|---|---|---|"]
+    for r in rows:
+        if r["tool"] == "nsscaler" and r["scenario"] == "steady state":
+            requests = " ".join(f"{k}={v}" for k, v in r.get("server_requests_by_resource", {}).items())
+            received = " ".join(f"{k.split('/', 1)[1]}={_kb(v)}" for k, v in r["server_bytes"].items())
+            lines.append(f"| {r.get('label', 'all-family')} | {r['n']} | {requests} | {received} |")
+    return lines
+
+
+def peer_lines(peer: dict[str, Any] | None) -> list[str]:
+    if not peer:
+        rows = [f"| {n} | {scenario} | {f['seconds']} s / {f['server_total_requests']} / {f['server_cpu_s']} s / "
+                f"{f['rss_mb']} MB |" for (n, scenario), f in summary.PEER_REFERENCE.items()]
+        return ["kube-downscaler was not run (no `--peer`; `make bench PEER=<checkout>`). Its reference figures "
+                "from issue 14 (26.4.0, measured on this machine, not in this run):", "",
+                "| N | scenario | wall / requests / API-server CPU / RSS |", "|---|---|---|", *rows]
+    lines = [f"kube-downscaler {peer['commit']} (`{peer['checkout']}`), its command line in the checkout "
+             f"(N={peer['example_n']}; the allowed namespaces change with N, every command is in the JSON):", "",
+             f"    KUBECONFIG=<admin kubeconfig> {peer['example_command']}"]
+    restore = peer.get("restore_check")
+    if restore:
+        lines += ["", f"Restore run left out for kube-downscaler: it skips a namespace matched by "
+                  f"`--exclude-namespaces` before looking at its Deployments, so it never restores one it froze "
+                  f"when the namespace becomes allowed (checked at N={restore['n']}: {restore['still_at_zero']} of "
+                  f"{restore['newly_allowed_deployments']} Deployments of the newly allowed namespaces stayed at 0)."]
+    return lines
+
+
+def family_section(family: dict[str, Any]) -> list[str]:
+    if not family["rows"]:
+        return []
+    lines = [f"### Family: {family['size']} namespaces `family-*` in a cluster of {family['cluster']} other "
+             "namespaces (their Deployments running, no policy on them)", "",
+             *runs_table(family["rows"], label="family")]
+    return lines
+
+
+def memory_section(memory: dict[str, Any]) -> list[str]:
+    lines = ["### Peak RSS of nsscaler's first run", "", "| N | workloads | peak RSS MB |", "|---|---|---|"]
+    lines += [f"| {p['n']} | {p['workloads']:,} | {p['rss_mb']:.0f} |" for p in memory["points"]]
+    if memory["mb_per_1000_workloads"] is not None:
+        lines += ["", f"Least-squares slope: {memory['mb_per_1000_workloads']:.2f} MB per 1,000 workloads."]
+    return lines
+
+
+def render(results: dict[str, Any]) -> str:
+    targets = ["| target (issue 14) | figures | verdict |", "|---|---|---|"]
+    targets += [f"| {t['target']} | {t['figures']} | {t['verdict']} |" for t in results["targets"]]
+    filtered = ", ".join(sorted(apimetrics.BACKGROUND_RESOURCES))
+    notes = [
+        "Requests and KB received are the API server's own counters (`apiserver_request_total`, "
+        "`apiserver_response_sizes_sum`, read from its /metrics just before and after each run) for every tool; "
+        "not counted: non-resource requests, WATCH, and the server's housekeeping resources "
+        f"({filtered}). Bytes are observed for reads (GET, LIST) only, as sent: the API server gzips a response "
+        "over 128 KB for clients that accept it, and every client here does (requests' default). `own count` is "
+        "what the tool itself reported (nsscaler's JSON report; naive and limit count their requests).",
+        "Wall time is the whole process for nsscaler and kube-downscaler (Python start-up included, as a CronJob "
+        "pays it); CPU is kube-apiserver + etcd (/proc, 10 ms ticks). Medians of the repetitions.",
+        *results["notes"],
+        f"The whole bench took {results['elapsed_s'] / 60:.0f} min.",
+    ]
+    family_rows = [{**r, "label": "family"} for r in results["family"]["rows"]]
+    out = ["## Targets", "", *targets, "", "## nsscaler and kube-downscaler", "", *side_by_side(results["rows"]), "",
+           *peer_lines(results["peer"]), "", "## All-family scenarios", "", *runs_table(results["rows"]), "",
+           *ratios_table(results["ratios"]), "", *family_section(results["family"]), "",
+           "### Where nsscaler's steady state goes", "", *steady_profile(results["rows"] + family_rows), "",
+           *memory_section(results["memory"]), "", "## Notes", "", *[f"- {n}" for n in notes]]
+    return "\n".join(out) + "\n"

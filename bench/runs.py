@@ -1,0 +1,94 @@
+"""How one run is measured, the same way for every tool: wall time of the whole process (as a CronJob pays it),
+its peak RSS when it is a child process, the CPU the API server and etcd spent on it, and what the API
+server counted (bench.apimetrics). Also the cluster state checks that prove a tool did the same job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pykube
+
+from bench import apimetrics
+from tests.cluster import controlplane
+
+NSSCALER = str(Path(sys.executable).parent / "nsscaler")
+CONCURRENCY = 8
+
+# A one-child wrapper: its RUSAGE_CHILDREN is exactly the peak RSS of the one process it ran.
+_MEASURE = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)")
+
+
+def server_cpu(plane: controlplane.ControlPlane) -> float:
+    """CPU seconds kube-apiserver and etcd have used so far (utime + stime from /proc): the profile that
+    says whether a run is limited by the client or by the server."""
+    total = 0
+    for name in ("kube-apiserver", "etcd"):
+        fields = Path(f"/proc/{plane.pids[name]}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measured(plane: controlplane.ControlPlane, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`run` between two /metrics scrapes and two CPU readings; the scrapes stay outside the CPU window
+    (a scrape is a 1.6 MB page the server renders)."""
+    before = apimetrics.scrape(plane)
+    cpu = server_cpu(plane)
+    result = run()
+    result["server_cpu_s"] = server_cpu(plane) - cpu
+    result.update(apimetrics.delta(before, apimetrics.scrape(plane)))
+    return result
+
+
+def child(command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
+    """One process: wall time from outside, its own peak RSS, its stdout and stderr."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True,
+                          check=False, env=env, cwd=cwd)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{command[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    head, _, rss_kb = proc.stderr.rstrip().rpartition("\n")
+    return {"seconds": seconds, "rss_mb": int(rss_kb) / 1024, "stdout": proc.stdout, "stderr": head}
+
+
+def run_nsscaler(kubeconfig: Path, *args: str) -> dict[str, Any]:
+    """One nsscaler run; its own request count comes from its JSON report."""
+    out = child([NSSCALER, "--kubeconfig", str(kubeconfig), "--output", "json", "--log-level", "error",
+                 "--concurrency", str(CONCURRENCY), *args])
+    report = json.loads(out.pop("stdout"))
+    out.pop("stderr")
+    out["requests"] = report["summary"]["requests"]
+    return out
+
+
+def wrong_replicas(api: pykube.HTTPClient, *, prefix: str, held: Callable[[str], bool]) -> list[str]:
+    """The Deployments of the family whose replicas do not match the job: 0 in held namespaces, more than
+    0 elsewhere. Empty when a tool did exactly what nsscaler's policy asks."""
+    wrong = []
+    params: dict[str, str | int] = {"limit": 500}
+    while True:
+        resp = api.get(version="apps/v1", url="deployments", params=params)
+        resp.raise_for_status()
+        page = resp.json()
+        for dep in page["items"]:
+            ns, replicas = dep["metadata"]["namespace"], dep["spec"].get("replicas", 1)
+            if ns.startswith(prefix) and (replicas == 0) != held(ns):
+                wrong.append(f"{ns}/{dep['metadata']['name']}={replicas}")
+        if not page["metadata"].get("continue"):
+            return wrong
+        params["continue"] = page["metadata"]["continue"]
+
+
+def check_job_done(api: pykube.HTTPClient, *, tool: str, prefix: str, held: Callable[[str], bool]) -> None:
+    wrong = wrong_replicas(api, prefix=prefix, held=held)
+    if wrong:
+        raise RuntimeError(f"{tool} did not do the job: {len(wrong)} Deployments wrong, e.g. {wrong[:5]}")

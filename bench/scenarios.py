@@ -1,0 +1,184 @@
+"""The measured scenarios. Each returns raw results, one dict per measured run, tagged (n, scenario, tool).
+
+- all-family (N namespaces `bench-nXXXXX`, 5 Deployments each, one policy allowing 20 %): first run (freeze
+  80 %), steady state (nothing to do), restore run (the allowed 20 % moves); nsscaler, the peer, naive, limit;
+- family: a small family `family-` inside the big cluster; nsscaler's first run and steady state next to
+  one cluster-wide paginated LIST of all Deployments;
+- memory: nsscaler's first run over a large family, one repetition, for its peak RSS.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pykube
+
+from bench import baselines, cluster, peer, runs, summary
+from tests.builders import AdminApi
+from tests.cluster.controlplane import ControlPlane
+
+PREFIX = "bench-"
+POLICY = "bench"
+FAMILY_PREFIX = "family-"
+FAMILY_POLICY = "family"
+#: nsscaler's page size, so the reference LIST costs what nsscaler's own cluster-wide LIST would
+PAGE = 500
+
+
+@dataclass
+class Bench:
+    """What every scenario needs: the control plane, two clients, the options."""
+
+    plane: ControlPlane
+    api: AdminApi
+    client: pykube.HTTPClient
+    reps: int
+    peer: Path | None
+    compare_max: int
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.plane.admin_kubeconfig
+
+    def held(self, prefix: str, active: list[str]) -> Callable[[str], bool]:
+        keep = {prefix + s for s in active}
+        return lambda ns: ns not in keep
+
+
+_STARTED = time.monotonic()
+
+
+def say(text: str) -> None:
+    """Progress on stderr, with the minutes since the bench started (a full `make bench` takes ~40)."""
+    elapsed = int(time.monotonic() - _STARTED)
+    print(f"[{elapsed // 60:02d}:{elapsed % 60:02d}] {text}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Recorder:
+    """Measures runs at one N and keeps them; after each run of the first repetition it checks the cluster
+    state (outside the measured window), so a tool that did a different job fails the bench."""
+
+    b: Bench
+    n: int
+    rep: int = 0
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, scenario: str, tool: str, run: Callable[[], dict[str, Any]], active: list[str]) -> None:
+        result = runs.measured(self.b.plane, run)
+        self.results.append({"n": self.n, "scenario": scenario, "tool": tool, **result})
+        if self.rep == 0:
+            runs.check_job_done(self.b.client, tool=tool, prefix=PREFIX, held=self.b.held(PREFIX, active))
+
+
+def all_family(b: Bench, n: int) -> list[dict[str, Any]]:
+    """Every tool, every scenario it can do, --reps times."""
+    first, second = cluster.allowed(n, 0), cluster.allowed(n, 1)
+    everyone = [cluster.suffix(i) for i in range(n)]
+    rec = Recorder(b, n)
+    for rep in range(b.reps):
+        rec.rep = rep
+        say(f"  N={n} rep {rep + 1}/{b.reps}: nsscaler")
+        nsscaler = functools.partial(runs.run_nsscaler, b.kubeconfig)
+        for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
+            cluster.set_policy(b.api, POLICY, prefix=PREFIX, active=active)
+            rec.add(scenario, "nsscaler", nsscaler, active)
+        cluster.set_policy(b.api, POLICY, prefix=PREFIX, active=None)
+        nsscaler()  # back to all running, unmeasured
+
+        if b.peer:
+            say(f"  N={n} rep {rep + 1}/{b.reps}: kube-downscaler")
+            run_peer = functools.partial(peer.run, b.peer, b.kubeconfig, prefix=PREFIX,
+                                         allowed_namespaces=[PREFIX + s for s in first])
+            rec.add("first run", summary.PEER, run_peer, first)
+            rec.add("steady state", summary.PEER, run_peer, first)
+            peer.restore_all(b.client)
+        if n > b.compare_max:
+            continue
+        say(f"  N={n} rep {rep + 1}/{b.reps}: naive")
+        for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
+            rec.add(scenario, "naive", functools.partial(baselines.naive, b.client, prefix=PREFIX,
+                                                         active=set(active), policy=POLICY), active)
+        baselines.naive(b.client, prefix=PREFIX, active=set(everyone), policy=POLICY)
+
+        say(f"  N={n} rep {rep + 1}/{b.reps}: limit")
+        for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
+            patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(active), policy=POLICY)
+            rec.add(scenario, "limit", functools.partial(baselines.limit, b.client, patches,
+                                                         concurrency=runs.CONCURRENCY), active)
+        patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(everyone), policy=POLICY)
+        baselines.limit(b.client, patches, concurrency=runs.CONCURRENCY)  # back to all running, unmeasured
+    return rec.results
+
+
+def peer_restores_excluded(b: Bench, n: int) -> dict[str, Any]:
+    """Does the peer restore Deployments whose namespace becomes excluded (the restore run's job)? One
+    unmeasured try: freeze with the first allowed set, run again with the second, count the Deployments of
+    the newly allowed namespaces still at 0."""
+    assert b.peer
+    first, second = cluster.allowed(n, 0), cluster.allowed(n, 1)
+    for active in (first, second):
+        peer.run(b.peer, b.kubeconfig, prefix=PREFIX, allowed_namespaces=[PREFIX + s for s in active])
+    newly_allowed = {PREFIX + s for s in second}
+    wrong = runs.wrong_replicas(b.client, prefix=PREFIX, held=b.held(PREFIX, second))
+    still_down = [w for w in wrong if w.split("/")[0] in newly_allowed]
+    peer.restore_all(b.client)
+    return {"n": n, "newly_allowed_deployments": len(newly_allowed) * cluster.PER_NAMESPACE,
+            "still_at_zero": len(still_down), "restores": not still_down}
+
+
+def cluster_wide_list(client: pykube.HTTPClient) -> dict[str, Any]:
+    """One paginated LIST of every Deployment of the cluster, nsscaler's page size: the cost a run pays
+    when it lists cluster-wide."""
+    params: dict[str, str | int] = {"limit": PAGE}
+    pages = 0
+    started = time.perf_counter()
+    while True:
+        resp = client.get(version="apps/v1", url="deployments", params=params)
+        resp.raise_for_status()
+        pages += 1
+        cont = resp.json()["metadata"].get("continue")
+        if not cont:
+            return {"seconds": time.perf_counter() - started, "requests": {"list": pages}}
+        params["continue"] = cont
+
+
+def family(b: Bench, *, size: int, cluster_size: int) -> list[dict[str, Any]]:
+    """nsscaler on a family of `size` namespaces inside a cluster of `cluster_size` other namespaces with
+    their Deployments (all running, no policy on them), next to one cluster-wide LIST."""
+    first = cluster.allowed(size, 0)
+    results = []
+    for rep in range(b.reps):
+        say(f"  family {size} in {cluster_size}: rep {rep + 1}/{b.reps}")
+        cluster.set_policy(b.api, FAMILY_POLICY, prefix=FAMILY_PREFIX, active=first)
+        for scenario in ("first run", "steady state"):
+            result = runs.measured(b.plane, lambda: runs.run_nsscaler(b.kubeconfig))
+            results.append({"n": size, "scenario": scenario, "tool": "nsscaler", **result})
+            if rep == 0:
+                runs.check_job_done(b.client, tool="nsscaler", prefix=FAMILY_PREFIX,
+                                    held=b.held(FAMILY_PREFIX, first))
+        result = runs.measured(b.plane, lambda: cluster_wide_list(b.client))
+        results.append({"n": size, "scenario": "cluster-wide LIST", "tool": "reference", **result})
+        cluster.set_policy(b.api, FAMILY_POLICY, prefix=FAMILY_PREFIX, active=None)
+        runs.run_nsscaler(b.kubeconfig)  # back to all running, unmeasured
+    return results
+
+
+def memory(b: Bench, n: int, *, reset: bool) -> dict[str, Any]:
+    """nsscaler's first run over the whole family of n, once: peak RSS does not need a median. `reset`
+    gives every Deployment back afterwards (a run as long as the first), for a larger size after it."""
+    say(f"  memory N={n}: nsscaler first run")
+    first = cluster.allowed(n, 0)
+    cluster.set_policy(b.api, POLICY, prefix=PREFIX, active=first)
+    result = runs.measured(b.plane, lambda: runs.run_nsscaler(b.kubeconfig))
+    runs.check_job_done(b.client, tool="nsscaler", prefix=PREFIX, held=b.held(PREFIX, first))
+    if reset:
+        cluster.set_policy(b.api, POLICY, prefix=PREFIX, active=None)
+        runs.run_nsscaler(b.kubeconfig)
+    return {"n": n, "scenario": "first run", "tool": "nsscaler", **result}
