@@ -75,8 +75,9 @@ def census(kube: Kube, held: Iterable[str], found: pods.Census | None = None, *,
 
 def _live_pods(kube: Kube, held: set[str], *, all_namespaces: int) -> Iterator[dict[str, Any]]:
     """Live Pods, metadata only: cluster-wide, or per held namespace when that costs the API server less
-    (learnt from the first page of an unfiltered LIST: a field selector hides the item count)."""
-    if 2 * len(held) < all_namespaces:
+    (learnt from the first page of an unfiltered LIST: a field selector hides the item count). The probe is
+    a request of its own, so it is sent only for a held set that is a tiny part of a large cluster."""
+    if len(held) * listing.REQUEST_COST < all_namespaces:
         probe, remaining, _ = kube.first_page(version="v1", plural="pods", limit=listing.PROBE_LIMIT,
                                               metadata_only=True)
         total = None if remaining is None else len(probe) + remaining

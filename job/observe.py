@@ -164,12 +164,10 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
             out += _records(kube, handler, outside=frozenset())
             continue
         family = kinds.family.get(handler.kind)
-        # A family that is most of the cluster is read cluster-wide whatever the count: its first page is
-        # a whole one, so such a run sends no request more than a plain paginated LIST.
-        small = family is not None and 2 * len(family) < kinds.all_namespaces
+        # The first page is a whole one: a run that reads cluster-wide sends no request more than a plain
+        # paginated LIST, and its item count decides the way for the rest.
         probe, remaining, token = kube.first_page(version=handler.api_version, plural=handler.plural,
-                                                  limit=listing.PROBE_LIMIT if small else kube.settings.page_size,
-                                                  metadata_only=True)
+                                                  limit=kube.settings.page_size, metadata_only=True)
         total = None if remaining is None else len(probe) + remaining
         if family is not None and listing.per_namespace(total=total, namespaces=len(family),
                                                         all_namespaces=kinds.all_namespaces,
