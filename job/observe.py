@@ -175,7 +175,7 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
             log.debug("reading %s per namespace: %d in the family, %s in the cluster", handler.plural, len(family),
                       total, extra={"event": "read", "kind": str(handler.kind), "way": "per-namespace"})
             out += _records(kube, handler, outside=family)
-            out += _in_namespaces(kube, handler, sorted(family), metadata_only=True)
+            out += _in_namespaces(kube, handler, sorted(family))
             continue
         log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
                   extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
@@ -204,13 +204,12 @@ def _records(kube: Kube, handler: KindHandler, *, outside: frozenset[str]) -> It
             yield from_api(handler, o, metadata_only=True)
 
 
-def _in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence[str], *,
-                   metadata_only: bool) -> list[Workload]:
-    """One LIST per namespace, `concurrency` at a time, in namespace order."""
+def _in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence[str]) -> list[Workload]:
+    """One metadata-only LIST per namespace, `concurrency` at a time, in namespace order."""
     def read(namespace: str) -> list[Workload]:
-        return [from_api(handler, o, metadata_only=metadata_only)
+        return [from_api(handler, o, metadata_only=True)
                 for o in kube.list_all(version=handler.api_version, plural=handler.plural, namespace=namespace,
-                                       metadata_only=metadata_only)]
+                                       metadata_only=True)]
     with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
         return [w for found in pool.map(read, namespaces) for w in found]
 

@@ -132,7 +132,7 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
 
 
 def select(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
-           workloads: Sequence[Workload], settings: Settings, now: dt.datetime | None) -> Selection:
+           workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None) -> Selection:
     """Which namespaces each serving policy holds: activity is ranked only when a policy keeps the most
     recently active namespaces running."""
     valid = [p for p in policies if isinstance(p, Policy)]
@@ -184,7 +184,7 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
     valid = [p for p in policies if isinstance(p, Policy)]
     by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}
     if selection is None:
-        selection = select(policies, namespaces=namespaces, workloads=list(workloads), settings=settings, now=now)
+        selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
     verdicts = selection.verdicts
     reports = {p.name: PolicyPlan(name=p.name) for p in valid}
     for name, state in selection.policies.items():
