@@ -132,8 +132,11 @@ def test_the_cronjob_fires_on_its_own(control_plane, api):
     api.patch("CronJob", "nsscaler", {"spec": {"schedule": "* * * * *", "suspend": False}}, NAMESPACE)
     try:
         def created() -> list[dict[str, Any]]:
+            # Only what the schedule started: `kubectl create job --from=cronjob` (earlier tests) also sets
+            # the CronJob as owner, but not the scheduled-timestamp annotation.
             return [j for j in api.list("Job", NAMESPACE)
-                    if any(o["kind"] == "CronJob" for o in j["metadata"].get("ownerReferences", []))]
+                    if any(o["kind"] == "CronJob" for o in j["metadata"].get("ownerReferences", []))
+                    and "batch.kubernetes.io/cronjob-scheduled-timestamp" in (j["metadata"].get("annotations") or {})]
         wait_until(lambda: any(finished(api, j["metadata"]["name"]) for j in created()), timeout=180,
                    what="a Job the CronJob created itself to finish")
     finally:
