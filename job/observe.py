@@ -2,7 +2,8 @@
 
 The reads cost the same however many workloads there are: the NSScalers, the CRDs (only when a policy
 names a custom kind), one SelfSubjectRulesReview, the namespaces, per kind one metadata-only LIST
-(cluster-wide, or per family namespace when the family is a small part of the cluster: `job.listing`),
+(cluster-wide, or, when the family is a small part of the cluster, our records cluster-wide and the rest per
+family namespace: `job.listing`),
 whole objects only for the workloads a decision needs and metadata cannot settle, and, only in a run
 that freezes or restores something, the KEDA ScaledObjects and the HPAs."""
 
@@ -26,7 +27,7 @@ from job.plan import sizes_needed
 from job.policy import InvalidPolicy, Policy
 from job.selection import Selection
 from job.settings import Settings
-from job.workloads import SCALED_SELECTOR, Namespace, Workload, from_api, namespace_from_api
+from job.workloads import SCALED_SELECTOR, UNSCALED_SELECTOR, Namespace, Workload, from_api, namespace_from_api
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +156,9 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
     `job.workloads.size_from_metadata`; `complete` reads the others whole once the run knows which).
 
     Kinds a policy freezes are LISTed over their family: one cluster-wide LIST, or, when the family is a
-    small part of a large cluster, one LIST per family namespace plus a cluster-wide LIST of our records
-    (`job.listing` decides from the item count the first page reports). Kinds no policy freezes are LISTed
-    only where they carry our record (the restore sweep, selected by the API server by label)."""
+    small part of a large cluster, a cluster-wide LIST of our records plus one LIST per family namespace of
+    the objects without them (`job.listing` decides from the item count the first page reports). Kinds no
+    policy freezes are LISTed only where they carry our record (the restore sweep, selected by label)."""
     out: list[Workload] = []
     for handler in kinds.handlers:
         if not listed_for(handler, kinds.selected):
@@ -174,8 +175,7 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
                                                         page_size=kube.settings.page_size):
             log.debug("reading %s per namespace: %d in the family, %s in the cluster", handler.plural, len(family),
                       total, extra={"event": "read", "kind": str(handler.kind), "way": "per-namespace"})
-            out += _records(kube, handler, outside=family)
-            out += _in_namespaces(kube, handler, sorted(family))
+            out += _family_in_namespaces(kube, handler, sorted(family))
             continue
         log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
                   extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
@@ -204,14 +204,24 @@ def _records(kube: Kube, handler: KindHandler, *, outside: frozenset[str]) -> It
             yield from_api(handler, o, metadata_only=True)
 
 
-def _in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence[str]) -> list[Workload]:
-    """One metadata-only LIST per namespace, `concurrency` at a time, in namespace order."""
+def _family_in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence[str]) -> list[Workload]:
+    """Every object of a kind in `namespaces`, and every one carrying our record anywhere: the records in one
+    cluster-wide LIST, then per namespace only the objects without our label. A steady state's family is
+    all records, so its per-namespace LISTs come back empty and each frozen object is sent once, in the one
+    response the API server compresses (a small response goes out as it is).
+
+    The records are read first: an object whose label goes between the two reads (a concurrent restore) is
+    seen twice, and the later view is kept."""
+    found = {w.key: w for w in _records(kube, handler, outside=frozenset())}
+
     def read(namespace: str) -> list[Workload]:
         return [from_api(handler, o, metadata_only=True)
                 for o in kube.list_all(version=handler.api_version, plural=handler.plural, namespace=namespace,
-                                       metadata_only=True)]
+                                       label_selector=UNSCALED_SELECTOR, metadata_only=True)]
     with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
-        return [w for found in pool.map(read, namespaces) for w in found]
+        for listed in pool.map(read, namespaces):
+            found.update((w.key, w) for w in listed)
+    return sorted(found.values(), key=lambda w: (w.namespace, w.name))  # as a cluster-wide LIST orders them
 
 
 def complete(kube: Kube, found: list[Workload], needed: Sequence[Workload]) -> list[Workload]:

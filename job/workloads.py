@@ -28,13 +28,16 @@ ANNOTATION_SCALED_BY = "nsscaler.wubw.fun/scaled-by"
 ANNOTATION_EXCLUDE = "nsscaler.wubw.fun/exclude"
 LABEL_SCALED = "nsscaler.wubw.fun/scaled"
 SCALED_SELECTOR = f"{LABEL_SCALED}=true"
+#: everything else: objects without our label match too (the API server's `!=`)
+UNSCALED_SELECTOR = f"{LABEL_SCALED}!=true"
 
 #: the built-in handlers, by kind (custom kinds get theirs per run: `job.kinds.resolve`)
 HANDLERS = BUILTIN
 
 __all__ = ["ANNOTATION_EXCLUDE", "ANNOTATION_ORIGINAL_REPLICAS", "ANNOTATION_ORIGINAL_SUSPEND",
-           "ANNOTATION_SCALED_BY", "HANDLERS", "LABEL_SCALED", "SCALED_SELECTOR", "Kind", "KindHandler",
-           "MalformedRecord", "Namespace", "Workload", "adopt_patch", "freeze_patch", "from_api", "restore_patch"]
+           "ANNOTATION_SCALED_BY", "HANDLERS", "LABEL_SCALED", "SCALED_SELECTOR", "UNSCALED_SELECTOR", "Kind",
+           "KindHandler", "MalformedRecord", "Namespace", "Workload", "adopt_patch", "freeze_patch", "from_api",
+           "restore_patch"]
 
 
 @dataclass(frozen=True, slots=True)
