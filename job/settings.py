@@ -52,7 +52,8 @@ class Settings(BaseSettings):
     retry_budget: float = Field(default=60.0, gt=0, le=1800,
                                 description="seconds one API request may spend retrying in total")
     concurrency: int = Field(default=8, ge=1, le=64, description="PATCH requests in flight at once")
-    page_size: int = Field(default=500, ge=1, le=10000, description="items per page of every LIST")
+    page_size: int = Field(default=500, ge=1, le=10000,
+                           description="items per page of every LIST (namespaces, small objects: 4 times as many)")
     conflict_retries: int = Field(default=3, ge=0, le=10,
                                   description="re-reads of one workload after a 409 Conflict before giving up")
 

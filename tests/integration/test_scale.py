@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from job.workloads import ANNOTATION_ORIGINAL_REPLICAS
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.invariants import snapshot
@@ -80,3 +81,26 @@ def test_a_small_family_in_a_busy_cluster_is_read_per_namespace(api: AdminApi, r
     assert moved.exit_code == 0, moved.stderr
     assert ways(moved.stderr)["Deployment"] == "per-namespace"
     assert snapshot(api, family) == {(family + "v1", "web"): (3, None), (family + "v2", "web"): (0, "2")}
+
+
+@pytest.mark.usefixtures("quiet_afterwards")
+def test_a_tiny_family_reads_one_object_before_it_chooses(api: AdminApi, run_job, prefix):
+    """With pages of 3, a family of one namespace is a tiny part of even a small cluster: the first page of
+    each kind is one object, read for its item count. Deployments (many) are then read per namespace;
+    StatefulSets (few) cluster-wide, going on from that first page. Nothing is missed either way."""
+    crowd(api, prefix, 10)
+    for i in range(2):
+        api.create(builders.statefulset(f"{prefix}other{i:03d}", "db", 1))
+    family = prefix + "fam-"
+    api.create(builders.namespace(family + "v1"))
+    api.create(builders.deployment(family + "v1", "web", 2))
+    api.create(builders.statefulset(family + "v1", "db", 1))
+    api.create(builders.nsscaler(f"{prefix}p", family, []))
+
+    first = run_job("--page-size", "3", "--log-level", "debug", "--log-format", "json")
+    assert first.exit_code == 0, first.stderr
+    assert ways(first.stderr)["Deployment"] == "per-namespace"
+    assert snapshot(api, family) == {(family + "v1", "web"): (0, "2")}
+    db = api.get("StatefulSet", "db", family + "v1")
+    assert (db["spec"]["replicas"], db["metadata"]["annotations"][ANNOTATION_ORIGINAL_REPLICAS]) == (0, "1")
+    assert [api.replicas("StatefulSet", f"{prefix}other{i:03d}", "db") for i in range(2)] == [1, 1]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from job import listing
+from job import listing, observe
 from job.kinds import BUILTIN
 from job.listing import Fetch
 from job.plan import excluded_owners_of, select, sizes_needed
@@ -31,6 +31,16 @@ SCALED_BY_HAND = entry("kubectl", "2026-01-03T00:00:00Z", "spec.replicas", subre
 def test_where_a_kind_is_listed(total, family, cluster, one_by_one):
     assert listing.per_namespace(total=total, namespaces=family, all_namespaces=cluster,
                                  page_size=500) is one_by_one
+
+
+@pytest.mark.parametrize(("family", "cluster", "limit"), [
+    pytest.param(50, 3_000, listing.PROBE_LIMIT, id="a-tiny-family-counts-before-it-reads"),
+    pytest.param(1_000, 1_005, 500, id="the-family-is-the-cluster"),
+    pytest.param(3, 10, 500, id="a-small-cluster"),
+    pytest.param(2, 65, 500, id="a-small-family-in-a-cluster-of-few-namespaces"),
+])
+def test_how_large_the_first_page_is(family, cluster, limit):
+    assert listing.first_page_limit(namespaces=family, all_namespaces=cluster, page_size=500) == limit
 
 
 @pytest.mark.parametrize(("missing", "objects", "way"), [
@@ -92,3 +102,13 @@ def test_sizes_needed_are_those_a_decision_reads():
                     settings=settings(), now=None)
     needed = sizes_needed(found, selection=chosen, excluded_owners=excluded_owners_of(found))
     assert sorted(w.name for w in needed) == ["new", "reverted"]
+
+
+def test_a_family_is_the_namespaces_a_policy_may_hold():
+    """Active namespaces are left out (their records come with the sweep), unless activity decides which
+    namespaces stay up; a suspended policy and other families add nothing."""
+    found = namespaces("shop-v1", "shop-v2", "shop-v3", "blog-v1", "blog-v2", "misc")
+    policies = [policy("shop", "shop-", ["v3"]), policy("blog", "blog-", ["v1"], keep_recent=1),
+                policy("off", "misc", [], suspend=True)]
+    family = observe.families(policies, [BUILTIN[Kind.DEPLOYMENT]], found)
+    assert family == {Kind.DEPLOYMENT: frozenset({"shop-v1", "shop-v2", "blog-v1", "blog-v2"})}
