@@ -31,7 +31,9 @@ from job.workloads import (
 def client(kubeconfig: str, concurrency: int) -> pykube.HTTPClient:
     config = pykube.KubeConfig.from_file(kubeconfig)
     adapter = KubernetesHTTPAdapter(config, pool_maxsize=max(10, concurrency + 2))
-    return pykube.HTTPClient(config, timeout=30, http_adapter=adapter)
+    api = pykube.HTTPClient(config, timeout=30, http_adapter=adapter)
+    api.session.trust_env = False  # as nsscaler's own client: no ~/.netrc or environment lookup per request
+    return api
 
 
 def _held(ns: str, prefix: str, active: set[str]) -> bool:

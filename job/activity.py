@@ -11,6 +11,8 @@ ignored, so freezing a namespace never makes it look active.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,15 +32,18 @@ class Change:
     by: str
 
 
-def parse_time(value: object) -> dt.datetime | None:
-    """A Kubernetes timestamp (`2026-12-02T10:14:00Z`), or None if absent or unreadable."""
-    if not isinstance(value, str):
-        return None
+@functools.lru_cache(maxsize=4096)  # one object per second many workloads share (a first run holds 50,000)
+def _parse_timestamp(value: str) -> dt.datetime | None:
     try:
         parsed = dt.datetime.fromisoformat(value)
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def parse_time(value: object) -> dt.datetime | None:
+    """A Kubernetes timestamp (`2026-12-02T10:14:00Z`), or None if absent or unreadable."""
+    return _parse_timestamp(value) if isinstance(value, str) else None
 
 
 def last_user_change(meta: dict[str, Any]) -> Change | None:
@@ -50,5 +55,5 @@ def last_user_change(meta: dict[str, Any]) -> Change | None:
             continue
         when = parse_time(entry.get("time"))
         if when is not None and (newest is None or when > newest.time):
-            newest = Change(when, manager or "unknown")
+            newest = Change(when, sys.intern(manager or "unknown"))  # a few managers, however many workloads
     return newest

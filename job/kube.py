@@ -117,6 +117,16 @@ def _error_message(resp: requests.Response) -> str:
     return resp.reason or f"HTTP {resp.status_code}"
 
 
+def _settle_environment(session: requests.Session, *, server: str) -> None:
+    """Read what the environment says about the connection (proxies, a CA bundle) once, not per request.
+    requests otherwise looks for ~/.netrc and scans the environment on every request: a tenth of the
+    client's CPU in a first run of 4,000 PATCHes, on cores it shares with the API server."""
+    session.proxies.update(requests.utils.get_environ_proxies(server))
+    if session.verify is True:
+        session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    session.trust_env = False
+
+
 class Kube:
     """One connection to one cluster for one run."""
 
@@ -126,6 +136,7 @@ class Kube:
         adapter = KubernetesHTTPAdapter(self.config, pool_maxsize=max(10, settings.concurrency + 2))
         self.api = pykube.HTTPClient(self.config, timeout=settings.request_timeout, http_adapter=adapter)
         self.api.session.headers["User-Agent"] = "nsscaler"
+        _settle_environment(self.api.session, server=self.server)
         self.requests = RequestCounter()
 
     def _retrying(self) -> tenacity.Retrying:

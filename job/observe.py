@@ -169,37 +169,39 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
     Kinds a policy freezes are LISTed over their family: one cluster-wide LIST, or, when the family is a
     small part of a large cluster, a cluster-wide LIST of our records plus one LIST per family namespace of
     the objects without them (`job.listing` decides from the item count the first page reports). Kinds no
-    policy freezes are LISTed only where they carry our record (the restore sweep, selected by label)."""
-    out: list[Workload] = []
-    for handler in kinds.handlers:
-        if not listed_for(handler, kinds.selected):
-            out += _records(kube, handler, outside=frozenset())
-            continue
-        family = kinds.family.get(handler.kind)
-        # The first page's item count decides the way for the rest. It is a whole page, so that a run that
-        # reads cluster-wide sends no request more than a plain paginated LIST, unless the family is a tiny
-        # part of the cluster: then it is one object.
-        limit = kube.settings.page_size if family is None else listing.first_page_limit(
-            namespaces=len(family), all_namespaces=kinds.all_namespaces, page_size=kube.settings.page_size)
-        probe, remaining, token = kube.first_page(version=handler.api_version, plural=handler.plural,
-                                                  limit=limit, metadata_only=True)
-        total = None if remaining is None else len(probe) + remaining
-        if family is not None and listing.per_namespace(total=total, namespaces=len(family),
-                                                        all_namespaces=kinds.all_namespaces,
-                                                        page_size=kube.settings.page_size):
-            log.debug("reading %s per namespace: %d in the family, %s in the cluster", handler.plural, len(family),
-                      total, extra={"event": "read", "kind": str(handler.kind), "way": "per-namespace"})
-            out += _family_in_namespaces(kube, handler, sorted(family))
-            continue
-        log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
-                  extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
-        if _mostly_to_freeze(handler, probe, kinds.guess):  # a first run: read whole objects at once
-            out += (from_api(handler, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural))
-            continue
-        rest = kube.list_all(version=handler.api_version, plural=handler.plural, metadata_only=True,
-                             resume=token) if token else ()
-        out += (from_api(handler, o, metadata_only=True) for o in itertools.chain(probe, rest))
-    return out
+    policy freezes are LISTed only where they carry our record (the restore sweep, selected by label).
+
+    Kinds are read side by side, `concurrency` at a time: their requests do not depend on each other, and
+    a steady state is mostly waiting for small responses."""
+    with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
+        return [w for found in pool.map(lambda h: _read_kind(kube, h, kinds), kinds.handlers) for w in found]
+
+
+def _read_kind(kube: Kube, handler: KindHandler, kinds: Kinds) -> list[Workload]:
+    if not listed_for(handler, kinds.selected):
+        return list(_records(kube, handler, outside=frozenset()))
+    family = kinds.family.get(handler.kind)
+    # The first page's item count decides the way for the rest. It is a whole page, so that a run that
+    # reads cluster-wide sends no request more than a plain paginated LIST, unless the family is a tiny
+    # part of the cluster: then it is one object.
+    limit = kube.settings.page_size if family is None else listing.first_page_limit(
+        namespaces=len(family), all_namespaces=kinds.all_namespaces, page_size=kube.settings.page_size)
+    probe, remaining, token = kube.first_page(version=handler.api_version, plural=handler.plural,
+                                              limit=limit, metadata_only=True)
+    total = None if remaining is None else len(probe) + remaining
+    if family is not None and listing.per_namespace(total=total, namespaces=len(family),
+                                                    all_namespaces=kinds.all_namespaces,
+                                                    page_size=kube.settings.page_size):
+        log.debug("reading %s per namespace: %d in the family, %s in the cluster", handler.plural, len(family),
+                  total, extra={"event": "read", "kind": str(handler.kind), "way": "per-namespace"})
+        return _family_in_namespaces(kube, handler, sorted(family))
+    log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
+              extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
+    if _mostly_to_freeze(handler, probe, kinds.guess):  # a first run: read whole objects at once
+        return [from_api(handler, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural)]
+    rest = kube.list_all(version=handler.api_version, plural=handler.plural, metadata_only=True,
+                         resume=token) if token else ()
+    return [from_api(handler, o, metadata_only=True) for o in itertools.chain(probe, rest)]
 
 
 def _mostly_to_freeze(handler: KindHandler, probe: list[dict[str, Any]], guess: Selection | None) -> bool:

@@ -149,6 +149,11 @@ def size_from_metadata(handler: KindHandler, meta: dict[str, Any]) -> int | None
     return handler.size_of(_merged({"metadata": meta}, frozen))
 
 
+def _interned(value: str | None) -> str | None:
+    """Names that many workloads share (policies, field managers) are held once, not once per workload."""
+    return None if value is None else sys.intern(value)
+
+
 def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bool = False) -> Workload:
     """Reduce one API object to a Workload right away, so a large LIST never stays in memory whole.
     `metadata_only`: `obj` came from a metadata-only LIST (no spec, no status)."""
@@ -164,15 +169,15 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         resource_version=meta.get("resourceVersion", ""),
         size=size_from_metadata(handler, meta) if metadata_only else handler.size_of(obj),
         original=annotations.get(handler.record_key),
-        scaled_by=annotations.get(ANNOTATION_SCALED_BY),
+        scaled_by=_interned(annotations.get(ANNOTATION_SCALED_BY)),
         excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
         uid=meta.get("uid", ""),
         last_user_change=last_user_change(meta),
         controller=controller,
         controller_name=controller_name,
         handler=None if handler.kind in BUILTIN else handler,
-        replicas_manager=gitops.size_manager(managed, gitops.size_path(handler.frozen_body()),
-                                             ignore=gitops.FIELD_MANAGER),
+        replicas_manager=_interned(gitops.size_manager(managed, gitops.size_path(handler.frozen_body()),
+                                                       ignore=gitops.FIELD_MANAGER)),
         gitops=gitops.tool(annotations=annotations, labels=meta.get("labels") or {},
                            managers=(str(m.get("manager")) for m in managed)),
     )
