@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import shlex
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -150,9 +151,11 @@ def results_of(args: argparse.Namespace, measured: dict[str, Any]) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    runs.byte_compile(sys.executable, Path(__file__).resolve().parent.parent / "job")
     if args.peer:
         args.peer = args.peer.resolve()
         peer.ensure_venv(args.peer)
+        runs.byte_compile(peer.python(args.peer), args.peer / "kube_downscaler")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nsscaler-bench-") as tmp:
         scenarios.say("starting a control plane without Pod-creating controllers")

@@ -123,7 +123,10 @@ def render(results: dict[str, Any]) -> str:
         "over 128 KB for clients that accept it, and every client here does (requests' default). `own count` is "
         "what the tool itself reported (nsscaler's JSON report; naive and limit count their requests).",
         "Wall time is the whole process for nsscaler and kube-downscaler (Python start-up included, as a CronJob "
-        "pays it); CPU is kube-apiserver + etcd (/proc, 10 ms ticks). Medians of the repetitions.",
+        "pays it); both tools' own sources are byte-compiled first, as in an image pip installed them (this "
+        "machine sets PYTHONDONTWRITEBYTECODE). The naive and limit baselines use nsscaler's client settings (no "
+        "~/.netrc or environment lookup per request). CPU is kube-apiserver + etcd (/proc, 10 ms ticks). Medians "
+        "of the repetitions.",
         *results["notes"],
         f"The whole bench took {results['elapsed_s'] / 60:.0f} min.",
     ]

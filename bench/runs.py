@@ -27,6 +27,12 @@ _MEASURE = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)")
 
 
+def byte_compile(python: str | Path, package: Path) -> None:
+    """A tool's own modules compiled to bytecode before it is measured, as pip leaves them in an image:
+    otherwise each run compiles them again (this machine sets PYTHONDONTWRITEBYTECODE)."""
+    subprocess.run([str(python), "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
+
+
 def server_cpu(plane: controlplane.ControlPlane) -> float:
     """CPU seconds kube-apiserver and etcd have used so far (utime + stime from /proc): the profile that
     says whether a run is limited by the client or by the server."""
