@@ -110,7 +110,7 @@ def all_family(b: Bench, n: int) -> list[dict[str, Any]]:
         say(f"  N={n} rep {rep + 1}/{b.reps}: limit")
         for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
             patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(active), policy=POLICY)
-            rec.add(scenario, "limit", functools.partial(baselines.limit, b.client, patches,
+            rec.add(scenario, "limit", functools.partial(baselines.limit_in_own_process, b.kubeconfig, patches,
                                                          concurrency=runs.CONCURRENCY), active)
         patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(everyone), policy=POLICY)
         baselines.limit(b.client, patches, concurrency=runs.CONCURRENCY)  # back to all running, unmeasured
