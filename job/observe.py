@@ -179,7 +179,7 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
 
 def _read_kind(kube: Kube, handler: KindHandler, kinds: Kinds) -> list[Workload]:
     if not listed_for(handler, kinds.selected):
-        return list(_records(kube, handler, outside=frozenset()))
+        return list(_records(kube, handler))
     family = kinds.family.get(handler.kind)
     # The first page's item count decides the way for the rest. It is a whole page, so that a run that
     # reads cluster-wide sends no request more than a plain paginated LIST, unless the family is a tiny
@@ -212,12 +212,11 @@ def _mostly_to_freeze(handler: KindHandler, probe: list[dict[str, Any]], guess: 
     return 2 * len(sizes_needed(found, selection=guess, excluded_owners=frozenset())) > len(found)
 
 
-def _records(kube: Kube, handler: KindHandler, *, outside: frozenset[str]) -> Iterator[Workload]:
-    """Objects of a kind carrying our record anywhere in the cluster, but in the namespaces `outside`."""
+def _records(kube: Kube, handler: KindHandler) -> Iterator[Workload]:
+    """Objects of a kind carrying our record anywhere in the cluster (selected by the API server, by label)."""
     for o in kube.list_all(version=handler.api_version, plural=handler.plural, label_selector=SCALED_SELECTOR,
                            metadata_only=True):
-        if (o.get("metadata") or {}).get("namespace") not in outside:
-            yield from_api(handler, o, metadata_only=True)
+        yield from_api(handler, o, metadata_only=True)
 
 
 def _family_in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence[str]) -> list[Workload]:
@@ -229,7 +228,7 @@ def _family_in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence
     The records are read first: an object whose label goes between the two reads (a concurrent restore) is
     seen twice, and the view from the namespace's LIST is kept. Every decision on what these views say is
     sent with their resourceVersion, so a view a moment old costs a 409 and a fresh read, never a record."""
-    found = {w.key: w for w in _records(kube, handler, outside=frozenset())}
+    found = {w.key: w for w in _records(kube, handler)}
 
     def read(namespace: str) -> list[Workload]:  # many small reads: from the cache (`Kube.list_cached`)
         return [from_api(handler, o, metadata_only=True)
