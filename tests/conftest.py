@@ -84,6 +84,17 @@ def prefix(api: AdminApi) -> Iterator[str]:
                 api.delete("Namespace", ns["metadata"]["name"])
 
 
+@pytest.fixture
+def settled_cluster(api: AdminApi) -> None:
+    """No namespace an earlier test deleted is still going. What a run reads depends on what the cluster
+    holds (a kind with at most one object is read in one request), so a test that compares request counts
+    between runs starts only once the previous test's namespaces, and the workloads in them, are gone."""
+    def terminating() -> list[str]:
+        return [ns["metadata"]["name"] for ns in api.list("Namespace")
+                if ns.get("status", {}).get("phase") == "Terminating"]
+    wait_until(lambda: not terminating(), timeout=300, what="earlier tests' namespaces to be gone")
+
+
 @dataclass
 class JobRun:
     exit_code: int

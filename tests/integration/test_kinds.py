@@ -318,6 +318,7 @@ def test_the_real_hpa_controller_leaves_a_frozen_deployment_at_zero_and_restore_
     assert api.replicas("Deployment", ns, "web") == 2
 
 
+@pytest.mark.usefixtures("settled_cluster")
 def test_an_hpa_with_min_replicas_0_on_a_frozen_deployment_is_named_in_the_status_until_it_is_fixed(
         api, run_job, prefix):
     """The API server runs with the HPAScaleToZero gate and the real HPA controller watches this HPA. No external

@@ -172,6 +172,7 @@ def test_dry_run_changes_nothing(api: AdminApi, run_job, prefix, how):
         assert api.status(f"{prefix}p")["dryRun"] is True
 
 
+@pytest.mark.usefixtures("settled_cluster")
 def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, run_job, prefix):
     make_family(api, prefix, {f"n{i}": {"d-web": 0} for i in range(3)})
     api.create(builders.nsscaler(f"{prefix}p", prefix, []))

@@ -45,7 +45,7 @@ def ways(stderr: str) -> dict[str, str]:
     return {line["kind"]: line["way"] for line in lines if line.get("event") == "read"}
 
 
-@pytest.mark.usefixtures("quiet_afterwards")
+@pytest.mark.usefixtures("settled_cluster", "quiet_afterwards")
 def test_a_small_family_in_a_busy_cluster_is_read_per_namespace(api: AdminApi, run_job, prefix):
     family = prefix + "fam-"
     # A record a deleted policy left behind, outside every family: only the cluster-wide sweep can see it.
@@ -83,7 +83,7 @@ def test_a_small_family_in_a_busy_cluster_is_read_per_namespace(api: AdminApi, r
     assert snapshot(api, family) == {(family + "v1", "web"): (3, None), (family + "v2", "web"): (0, "2")}
 
 
-@pytest.mark.usefixtures("quiet_afterwards")
+@pytest.mark.usefixtures("settled_cluster", "quiet_afterwards")
 def test_a_tiny_family_reads_one_object_before_it_chooses(api: AdminApi, run_job, prefix):
     """With pages of 3, a family of one namespace is a tiny part of even a small cluster: the first page of
     each kind is one object, read for its item count. Deployments (many) are then read per namespace;
