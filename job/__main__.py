@@ -1,3 +1,3 @@
-from job.cli import main
+from job.command import main
 
-raise SystemExit(main())
+main()

@@ -95,11 +95,18 @@ def _load_config(settings: Settings) -> pykube.KubeConfig:
                 raise StartupError(f"context {settings.context!r} is not in {path}; "
                                    f"known: {', '.join(sorted(config.contexts)) or 'none'}")
             config.set_current_context(settings.context)
-        return config
     except StartupError:
         raise
     except Exception as exc:  # pykube raises plain exceptions for broken files; say which file and why
         raise StartupError(f"cannot load Kubernetes credentials: {type(exc).__name__}: {exc}") from None
+    try:  # pykube reads the file's parts only when they are first used: use them here, where a bad one is named
+        if not isinstance(config.cluster["server"], str) or not isinstance(config.user, dict):
+            raise TypeError("its server or user is not what a kubeconfig holds")
+    except Exception as exc:
+        raise StartupError(f"{path} is not a usable kubeconfig ({type(exc).__name__}: {exc}); pass --kubeconfig "
+                           f"or set KUBECONFIG to a file with a current context, its cluster's server and "
+                           f"its user") from None
+    return config
 
 
 def _retry_after(resp: requests.Response) -> float | None:

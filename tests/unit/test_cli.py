@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from job.cli import EXIT_CANNOT_START, main
@@ -41,6 +47,21 @@ def test_unknown_context_lists_the_known_ones(tmp_path, capsys):
     assert "context 'b' is not in" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text", [
+    pytest.param("/home/me/.kube/config\n", id="a-path-not-a-file"),
+    pytest.param("apiVersion: v1\nkind: Config\nclusters: []\n", id="no-current-context"),
+    pytest.param("apiVersion: v1\nkind: Config\ncurrent-context: a\nclusters: []\n", id="unknown-context"),
+])
+def test_an_unusable_kubeconfig_is_named_in_one_line(tmp_path, capsys, text):
+    """(A kubeconfig without a server means localhost, as for kubectl: that is an unreachable API server.)"""
+    config = tmp_path / "config"
+    config.write_text(text)
+    assert main(["--kubeconfig", str(config)]) == EXIT_CANNOT_START
+    err = capsys.readouterr().err
+    assert str(config) in err and "--kubeconfig" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_help_lists_every_setting(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
@@ -49,3 +70,15 @@ def test_help_lists_every_setting(capsys):
     for flag in ("--kubeconfig", "--context", "--dry-run", "--max-freeze", "--protected-namespaces",
                  "--log-format", "--output", "--concurrency", "--retry-attempts"):
         assert flag in out
+
+
+@pytest.mark.parametrize("command", [["nsscaler"], ["python", "-m", "job"]])
+def test_the_command_keeps_the_exit_code_and_every_line_when_it_skips_the_teardown(tmp_path, command):
+    """`job.command` ends the process with os._exit: the code and the last lines still come out whole."""
+    bin_dir = Path(sys.executable).parent
+    argv = [str(bin_dir / command[0]), *command[1:], "--kubeconfig", str(tmp_path / "nope")]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60,
+                            env={**os.environ, "NSSCALER_LOG_FORMAT": "json"})
+    assert result.returncode == EXIT_CANNOT_START
+    [line] = result.stderr.splitlines()
+    assert json.loads(line)["event"] == "startup-failed" and "no credentials" in line
