@@ -172,3 +172,18 @@ def test_api_server_restart_mid_run(api, control_plane, prefix):
     assert_nothing_lost(api, prefix + "n", originals)
     assert subprocess.run(cmd, check=False).returncode == 0
     assert snapshot(api, prefix + "n") == frozen(originals)
+
+
+def test_a_reader_of_the_output_that_goes_away_loses_nothing_and_prints_no_traceback(api, control_plane, prefix):
+    """`nsscaler --output json | head`: the pipe closes before the report is written. The run's work stands,
+    the command says nothing more and exits 1, and the next run finds everything as it should be."""
+    originals = family(api, prefix, 10, per_namespace=3, seed=5)
+    api.create(builders.nsscaler(f"{prefix}p", prefix + "n", []))
+    cmd = [NSSCALER, "--kubeconfig", str(control_plane.admin_kubeconfig), "--output", "json", "--log-level", "error"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader goes away before the report is written (30 actions: more than a buffer)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert snapshot(api, prefix + "n") == frozen(originals)
+    assert subprocess.run(cmd, capture_output=True, check=False).returncode == 0
