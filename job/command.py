@@ -1,6 +1,6 @@
 """The `nsscaler` command as a CronJob's container runs it: one process, one run, an exit code.
 
-Kept apart from `job.cli` (which tests call in-process) because two things here only make sense for a
+Kept apart from `job.cli` (which tests call in-process) because what it does only makes sense for a
 process that ends with the run:
 - The cyclic garbage collector is off while the modules load. Loading pydantic, pydantic-settings,
   requests and pykube allocates objects that all live until the end, and collecting among them as they
