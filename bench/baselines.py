@@ -22,15 +22,8 @@ from typing import Any
 import pykube
 from pykube.http import KubernetesHTTPAdapter
 
-from job.workloads import (
-    ANNOTATION_ORIGINAL_REPLICAS,
-    ANNOTATION_SCALED_BY,
-    LABEL_SCALED,
-    Kind,
-    freeze_patch,
-    from_api,
-    restore_patch,
-)
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.workloads import Kind, freeze_patch, from_api, restore_patch
 
 
 def client(kubeconfig: str, concurrency: int) -> pykube.HTTPClient:

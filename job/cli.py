@@ -11,10 +11,11 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from job import reconcile, report
+from job import report
+from job import run as reconcile
+from job.cluster.kube import Kube
 from job.errors import StartupError
-from job.kube import Kube
-from job.settings import Settings
+from job.model.settings import Settings
 
 log = logging.getLogger("nsscaler")
 

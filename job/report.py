@@ -8,10 +8,10 @@ import logging
 import sys
 from typing import IO, Any, TextIO
 
-from job.apply import ActionResult
-from job.plan import Verb
-from job.reconcile import RunReport
-from job.status import PolicyOutcome
+from job.cluster.write import ActionResult
+from job.decide.plan import Verb
+from job.decide.status import PolicyOutcome
+from job.run import RunReport
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 

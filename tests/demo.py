@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.cluster import controlplane

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
 from tests.builders import AdminApi
 
 

@@ -14,8 +14,8 @@ import pytest
 import requests
 import yaml
 
-from job.reconcile import required_access
-from job.settings import Settings
+from job.model.settings import Settings
+from job.run import required_access
 from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import ROOT, kubectl, make_family

@@ -7,7 +7,7 @@ import copy
 import pytest
 import yaml
 
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.cluster.controlplane import free_ports

@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from job import pods
-from job.workloads import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_REPLICAS
+from job.decide import pods
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_REPLICAS
 from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import kubectl

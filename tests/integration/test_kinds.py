@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from job.autoscalers import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED
-from job.workloads import (
+from job.model.marks import (
     ANNOTATION_EXCLUDE,
+    ANNOTATION_KEDA_PAUSED,
+    ANNOTATION_ORIGINAL_PAUSED,
     ANNOTATION_ORIGINAL_REPLICAS,
     ANNOTATION_ORIGINAL_SUSPEND,
     ANNOTATION_SCALED_BY,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.conftest import ROOT, make_family

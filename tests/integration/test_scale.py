@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.invariants import snapshot

@@ -11,7 +11,7 @@ import datetime as dt
 import subprocess
 import time
 
-from job.workloads import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
 from tests import builders
 from tests.builders import AdminApi
 from tests.conftest import kubectl

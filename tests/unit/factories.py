@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from job import policy as policy_api
-from job.kinds import KindHandler
-from job.plan import Plan
-from job.settings import Settings
-from job.workloads import ANNOTATION_SCALED_BY, Kind, Namespace, Workload
+from job.decide.plan import Plan
+from job.model import policy as policy_api
+from job.model.kinds import KindHandler
+from job.model.marks import ANNOTATION_SCALED_BY
+from job.model.settings import Settings
+from job.model.workloads import Kind, Namespace, Workload
 
 DEFAULT_KINDS = frozenset({Kind.DEPLOYMENT, Kind.STATEFULSET})
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job.policy import PolicySpec
-from job.settings import Settings
+from job.model.policy import PolicySpec
+from job.model.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

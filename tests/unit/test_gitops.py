@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from job import drain, gitops
-from job.apply import ActionResult
-from job.kinds import resolve
-from job.plan import Action, Verb, make_plan
-from job.workloads import Kind, Workload, from_api
+from job.cluster.write import ActionResult
+from job.decide import drain, gitops
+from job.decide.plan import Action, Verb, make_plan
+from job.model import managed
+from job.model.kinds import resolve
+from job.model.workloads import Kind, Workload, from_api
 from tests.unit.factories import namespaces, policy, settings
 
 
@@ -49,28 +50,28 @@ FROZEN = entry("nsscaler", "2026-01-02T00:00:00Z", "spec.replicas", "metadata.an
                  id="other-field"),
 ])
 def test_size_manager(fields, path, manager):
-    assert gitops.size_manager(fields, path, ignore="nsscaler") == manager
+    assert managed.size_manager(fields, path, ignore="nsscaler") == manager
 
 
 @pytest.mark.parametrize(("annotations", "labels", "managers", "tool"), [
     pytest.param({}, {}, ["kubectl"], None, id="plain"),
-    pytest.param({"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:shop-v1/web"}, {}, [], gitops.ARGO_CD,
+    pytest.param({"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:shop-v1/web"}, {}, [], managed.ARGO_CD,
                  id="argo-tracking-annotation"),
-    pytest.param({}, {}, ["argocd-controller"], gitops.ARGO_CD, id="argo-manager"),
+    pytest.param({}, {}, ["argocd-controller"], managed.ARGO_CD, id="argo-manager"),
     pytest.param({}, {"app.kubernetes.io/instance": "shop"}, ["helm"], None, id="instance-label-proves-nothing"),
-    pytest.param({}, {"kustomize.toolkit.fluxcd.io/name": "apps"}, [], gitops.FLUX, id="flux-kustomization"),
-    pytest.param({}, {"helm.toolkit.fluxcd.io/name": "shop"}, [], gitops.FLUX, id="flux-helmrelease"),
-    pytest.param({}, {}, ["kustomize-controller"], gitops.FLUX, id="flux-manager"),
+    pytest.param({}, {"kustomize.toolkit.fluxcd.io/name": "apps"}, [], managed.FLUX, id="flux-kustomization"),
+    pytest.param({}, {"helm.toolkit.fluxcd.io/name": "shop"}, [], managed.FLUX, id="flux-helmrelease"),
+    pytest.param({}, {}, ["kustomize-controller"], managed.FLUX, id="flux-manager"),
 ])
 def test_tool(annotations, labels, managers, tool):
-    assert gitops.tool(annotations=annotations, labels=labels, managers=managers) == tool
+    assert managed.tool(annotations=annotations, labels=labels, managers=managers) == tool
 
 
 @pytest.mark.parametrize(("manager", "managed_by", "kind", "api_version", "says"), [
     pytest.param("argocd-controller", None, "Deployment", "apps/v1",
                  ["ignoreDifferences", "group: apps, kind: Deployment", "managedFieldsManagers: [nsscaler]",
                   "RespectIgnoreDifferences=true"], id="argo"),
-    pytest.param("kubectl", gitops.ARGO_CD, "StatefulSet", "apps/v1", ["ignoreDifferences", "kind: StatefulSet"],
+    pytest.param("kubectl", managed.ARGO_CD, "StatefulSet", "apps/v1", ["ignoreDifferences", "kind: StatefulSet"],
                  id="argo-tracked-object"),
     pytest.param("kustomize-controller", None, "Deployment", "apps/v1",
                  ["driftIgnoreRules", "paths: [/spec/replicas]", "driftDetection.ignore"], id="flux"),
@@ -88,7 +89,7 @@ def test_tool(annotations, labels, managers, tool):
 def test_revert_names_the_fix(manager, managed_by, kind, api_version, says):
     body = {"spec": {"suspend": True} if kind == "CronJob" else {"replicas": 0}}
     revert = gitops.revert(policy="release", namespace="shop-v1", kind=kind, api_version=api_version, name="web",
-                           size_path=gitops.size_path(body), manager=manager, managed_by=managed_by)
+                           size_path=managed.size_path(body), manager=manager, managed_by=managed_by)
     for text in says:
         assert text in revert.fix
     assert revert.kind == kind  # the report and the status keep the kind as the policy names it
@@ -96,7 +97,7 @@ def test_revert_names_the_fix(manager, managed_by, kind, api_version, says):
 
 
 def test_size_path_follows_nested_specs():
-    assert gitops.size_path({"spec": {"workers": {"count": 0}}}) == ("spec", "workers", "count")
+    assert managed.size_path({"spec": {"workers": {"count": 0}}}) == ("spec", "workers", "count")
 
 
 def test_from_api_reads_who_scaled_it_and_who_manages_it():
@@ -106,7 +107,7 @@ def test_from_api_reads_who_scaled_it_and_who_manages_it():
                                           entry("argocd-controller", "2026-01-03T00:00:00Z", "spec.replicas")]},
            "spec": {"replicas": 3}}
     w = from_api(Kind.DEPLOYMENT, obj)
-    assert (w.replicas_manager, w.gitops) == ("argocd-controller", gitops.ARGO_CD)
+    assert (w.replicas_manager, w.gitops) == ("argocd-controller", managed.ARGO_CD)
 
 
 def test_the_warning_event_names_a_custom_kind_as_its_object_says():
@@ -117,7 +118,7 @@ def test_the_warning_event_names_a_custom_kind_as_its_object_says():
             "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]}}])
     handler = rollout.handlers[Kind("Rollout.argoproj.io")]
     w = Workload(kind=handler.kind, namespace="shop-v1", name="web", resource_version="7", size=3, original="3",
-                 handler=handler, replicas_manager="argocd-controller", gitops=gitops.ARGO_CD)
+                 handler=handler, replicas_manager="argocd-controller", gitops=managed.ARGO_CD)
     action = Action(Verb.FREEZE, w, "release", {}, 0, "held", False)
     [(involved, message)] = drain.report_reverts([ActionResult(action, "applied")])
     assert (involved["apiVersion"], involved["kind"]) == ("argoproj.io/v1alpha1", "Rollout")

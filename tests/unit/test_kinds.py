@@ -9,19 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from job import policy as policy_api
-from job.autoscalers import (
-    ANNOTATION_KEDA_PAUSED,
-    ANNOTATION_ORIGINAL_PAUSED,
-    hpa_problems,
-    hpa_rechecks,
-    plan_scaled_objects,
-    scaled_object,
-)
-from job.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
-from job.observe import required_access
-from job.plan import Verb, make_plan
-from job.workloads import ANNOTATION_SCALED_BY, LABEL_SCALED, from_api
+from job.cluster.read import required_access
+from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object
+from job.decide.plan import Verb, make_plan
+from job.model import policy as policy_api
+from job.model.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
+from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.workloads import from_api
 from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload
 
 

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
-from job import listing, observe
-from job.kinds import BUILTIN
-from job.listing import Fetch
-from job.plan import excluded_owners_of, select, sizes_needed
-from job.workloads import ANNOTATION_EXCLUDE, Kind, from_api, size_from_metadata
+from job.cluster import read as observe
+from job.decide import listing
+from job.decide.listing import Fetch
+from job.decide.plan import excluded_owners_of, select, sizes_needed
+from job.model.kinds import BUILTIN
+from job.model.marks import ANNOTATION_EXCLUDE
+from job.model.workloads import Kind, from_api, size_from_metadata
 from tests.unit.factories import namespaces, policy, settings
 from tests.unit.test_gitops import entry
 

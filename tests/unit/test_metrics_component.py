@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from job.status import PolicyOutcome, build_status
+from job.decide.status import PolicyOutcome, build_status
 from tests import metrics_component as mc
 from tests.conftest import ROOT, kubectl
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from job.kinds import ReplicasHandler
-from job.plan import make_plan
-from job.workloads import (
+from job.decide.plan import make_plan
+from job.model.kinds import ReplicasHandler
+from job.model.marks import (
     ANNOTATION_ORIGINAL_REPLICAS,
     ANNOTATION_ORIGINAL_SUSPEND,
     ANNOTATION_SCALED_BY,
     LABEL_SCALED,
-    Kind,
 )
+from job.model.workloads import Kind
 from tests.unit.factories import apply_plan, namespaces, policy, settings, workload
 
 FAMILY = namespaces("shop-v1", "shop-v2", "shop-v3", "other")
@@ -323,7 +323,7 @@ def test_a_replan_of_one_job_after_a_409_still_sees_its_cronjob_excluded():
     plan = make_plan([p], namespaces=FAMILY, workloads=iter([cron, job]), settings=settings())
     assert plan.actions == [] and plan.policies["p"].excluded == 2
     assert plan.excluded_owners == {("CronJob", "shop-v1", "nightly")}
-    # the re-read Job alone, as job.apply re-plans it: the run's excluded owners come along
+    # the re-read Job alone, as job.cluster.write re-plans it: the run's excluded owners come along
     again = make_plan([p], namespaces=FAMILY, workloads=[job], settings=settings(), selection=plan.selection,
                       excluded_owners=plan.excluded_owners)
     assert again.actions == [] and again.policies["p"].excluded == 1

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from job import drain, pods
-from job.apply import ActionResult
-from job.plan import Action, Verb
-from job.pods import Census, Meta, PolicyView, Ref
-from job.workloads import Kind
+from job.cluster.write import ActionResult
+from job.decide import drain, pods
+from job.decide.plan import Action, Verb
+from job.decide.pods import Census, Meta, PolicyView, Ref
+from job.model.workloads import Kind
 from tests.unit.factories import workload
 
 NS = "shop-v1"
@@ -49,7 +49,7 @@ CLUSTER = {  # owner kind -> the owner objects a LIST of that kind returns
 
 def census_of(pod_metas: list[dict[str, Any]], cluster: dict[str, list[dict[str, Any]]] | None = None,
               seed: list[Meta] | None = None) -> Census:
-    """A census filled the way job.drain fills it, from an in-memory cluster; `seed`: the owners the run
+    """A census filled the way job.decide.drain fills it, from an in-memory cluster; `seed`: the owners the run
     read whole already."""
     census = Census()
     census.seed(seed or [])

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from job.kinds import BUILTIN, Kind, ReplicasHandler
-from job.plan import make_plan
+from job.decide.plan import make_plan
+from job.model.kinds import BUILTIN, Kind, ReplicasHandler
 from tests.unit.factories import apply_plan, namespaces, policy, settings, workload
 
 #: a scalable custom resource whose replica field is nested, as discovery would build it

@@ -6,11 +6,11 @@ import datetime as dt
 import io
 import json
 
-from job.plan import make_plan
-from job.reconcile import ActionResult, RunReport
+from job.decide.plan import make_plan
+from job.decide.status import PolicyOutcome
+from job.model.workloads import Namespace
 from job.report import as_json, plan_table, write_json
-from job.status import PolicyOutcome
-from job.workloads import Namespace
+from job.run import ActionResult, RunReport
 from tests.unit.factories import policy, settings, workload
 
 NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)

@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from job.activity import Change, last_user_change
-from job.plan import Verb, make_plan
-from job.selection import activity, select
-from job.status import REASON_EXPIRED, PolicyOutcome, build_status
-from job.workloads import Kind, Namespace, Workload
+from job.decide.plan import Verb, make_plan
+from job.decide.selection import activity, select
+from job.decide.status import REASON_EXPIRED, PolicyOutcome, build_status
+from job.model.activity import Change, last_user_change
+from job.model.workloads import Kind, Namespace, Workload
 from tests.unit.factories import apply_plan, policy, settings, workload
 
 NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)  # a Friday noon

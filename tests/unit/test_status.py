@@ -6,9 +6,10 @@ import datetime as dt
 
 import pytest
 
-from job import gitops
-from job.pods import Remaining
-from job.status import OWNERS_IN_MESSAGE, PolicyOutcome, build_status
+from job.decide import gitops
+from job.decide.pods import Remaining
+from job.decide.status import OWNERS_IN_MESSAGE, PolicyOutcome, build_status
+from job.model import managed
 
 NOW = dt.datetime(2026, 12, 3, 8, 0, tzinfo=dt.UTC)
 HELD = ["shop-v1", "shop-v2"]
@@ -55,7 +56,7 @@ def test_remaining_is_capped_by_the_list_limit_and_counts_are_complete():
 
 def test_reverted_names_the_manager_and_the_fix():
     revert = gitops.revert(policy="p", namespace="shop-v1", kind="Deployment", api_version="apps/v1", name="web",
-                           size_path=("spec", "replicas"), manager="argocd-controller", managed_by=gitops.ARGO_CD)
+                           size_path=("spec", "replicas"), manager="argocd-controller", managed_by=managed.ARGO_CD)
     body, _ = drained(PolicyOutcome("p", 1, held=HELD, reverted=[revert], gitops_managed=2))
     assert body["counts"]["reverted"] == 1 and body["counts"]["gitOpsManaged"] == 2
     assert body["reverted"] == [{"namespace": "shop-v1", "workload": "Deployment/web", "manager": "argocd-controller",

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from job.policy import InvalidPolicy, parse
-from job.windows import DAYS, InvalidSchedule, Schedule, parse_until, parse_window
+from job.model.policy import InvalidPolicy, parse
+from job.model.windows import DAYS, InvalidSchedule, Schedule, parse_until, parse_window
 from tests.unit.factories import DEFAULT_KINDS
 
 UTC = dt.UTC

@@ -16,9 +16,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from job.model.marks import FIELD_MANAGER
+
 #: Managers whose changes are not a person's or a deployment tool's: nsscaler itself, and Kubernetes'
 #: own controllers (replica counts written by the HPA and the workload controllers).
-NOT_ACTIVITY_MANAGERS = frozenset({"nsscaler", "kube-controller-manager", "cloud-controller-manager"})
+NOT_ACTIVITY_MANAGERS = frozenset({FIELD_MANAGER, "kube-controller-manager", "cloud-controller-manager"})
 #: Subresources written by controllers reporting state, never by someone deploying.
 NOT_ACTIVITY_SUBRESOURCES = frozenset({"status"})
 CREATED = "creation"  # the "manager" of a namespace's own creation

@@ -22,15 +22,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from job.kinds import Kind, MalformedRecord
-from job.plan import Action, Problem, Verb
-from job.policy import InvalidPolicy, Policy
-from job.workloads import ANNOTATION_SCALED_BY, LABEL_SCALED, Workload, from_api
+from job.decide.plan import Action, Problem, Verb
+from job.model.kinds import Kind, MalformedRecord
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_KEDA_PAUSED,
+    ANNOTATION_ORIGINAL_PAUSED,
+    ANNOTATION_SCALED_BY,
+    LABEL_SCALED,
+)
+from job.model.policy import InvalidPolicy, Policy
+from job.model.workloads import Workload, from_api
 
 KEDA_GROUP = "keda.sh"
 KEDA_VERSION = "v1alpha1"
-ANNOTATION_KEDA_PAUSED = "autoscaling.keda.sh/paused-replicas"
-ANNOTATION_ORIGINAL_PAUSED = "nsscaler.wubw.fun/original-paused-replicas"
 HPA_API_VERSION = "autoscaling/v2"
 HPA_PLURAL = "horizontalpodautoscalers"
 SCALED_OBJECT = Kind("ScaledObject.keda.sh")
@@ -185,5 +190,5 @@ def hpa_problems(actions: Sequence[Action], hpas: Iterable[dict[str, Any]], *,
             f"HorizontalPodAutoscaler {meta.get('name')} in {meta.get('namespace')} {_HPA_MIN_0} "
             f"{workload.ref}: it can scale the frozen workload up again while the namespace is "
             f"held. Set its minReplicas to 1 or more (an HPA leaves a workload at 0 replicas alone), or "
-            f"annotate the workload nsscaler.wubw.fun/exclude=true")))
+            f"annotate the workload {ANNOTATION_EXCLUDE}=true")))
     return problems

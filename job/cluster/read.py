@@ -3,7 +3,7 @@
 The reads cost the same however many workloads there are: the NSScalers, the CRDs (only when a policy
 names a custom kind), one SelfSubjectRulesReview, the namespaces, per kind one metadata-only LIST
 (cluster-wide, or, when the family is a small part of the cluster, our records cluster-wide and the rest per
-family namespace: `job.listing`),
+family namespace: `job.decide.listing`),
 whole objects only for the workloads a decision needs and metadata cannot settle, and, only in a run
 that freezes or restores something, the KEDA ScaledObjects and the HPAs."""
 
@@ -17,23 +17,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from job import listing, pods
-from job import policy as policy_api
-from job.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
+from job.cluster.kube import Access, Kube
+from job.decide import listing, pods
+from job.decide.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
+from job.decide.plan import sizes_needed
+from job.decide.selection import Selection
 from job.errors import ApiError, StartupError
-from job.kinds import BUILTIN, Kind, KindHandler, Resolution, listed_for, resolve
-from job.kube import Access, Kube
-from job.plan import sizes_needed
-from job.policy import InvalidPolicy, Policy
-from job.selection import Selection
-from job.settings import Settings
-from job.workloads import SCALED_SELECTOR, UNSCALED_SELECTOR, Namespace, Workload, from_api, namespace_from_api
+from job.model import policy as policy_api
+from job.model.kinds import BUILTIN, Kind, KindHandler, Resolution, listed_for, resolve
+from job.model.marks import AGGREGATE_LABEL, SCALED_SELECTOR, UNSCALED_SELECTOR
+from job.model.policy import InvalidPolicy, Policy
+from job.model.settings import Settings
+from job.model.workloads import Namespace, Workload, from_api, namespace_from_api
 
 log = logging.getLogger(__name__)
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_PLURAL = "customresourcedefinitions"
-AGGREGATE_LABEL = "nsscaler.wubw.fun/aggregate-to-nsscaler"
 _WORKLOAD_VERBS = ("list", "get", "patch")
 
 
@@ -164,11 +164,11 @@ def namespaces(kube: Kube) -> list[Namespace]:
 
 def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
     """Every workload a decision may need, metadata only (a frozen workload's size is known from it: see
-    `job.workloads.size_from_metadata`; `complete` reads the others whole once the run knows which).
+    `job.model.workloads.size_from_metadata`; `complete` reads the others whole once the run knows which).
 
     Kinds a policy freezes are LISTed over their family: one cluster-wide LIST, or, when the family is a
     small part of a large cluster, a cluster-wide LIST of our records plus one LIST per family namespace of
-    the objects without them (`job.listing` decides from the item count the first page reports). Kinds no
+    the objects without them (`job.decide.listing` decides from the item count the first page reports). Kinds no
     policy freezes are LISTed only where they carry our record (the restore sweep, selected by label).
 
     Kinds are read side by side, `concurrency` at a time: their requests do not depend on each other, and
@@ -242,7 +242,7 @@ def _family_in_namespaces(kube: Kube, handler: KindHandler, namespaces: Sequence
 
 def complete(kube: Kube, found: list[Workload], needed: Sequence[Workload]) -> list[Workload]:
     """`found`, with each of `needed` (read from metadata alone) replaced in place by its whole object, read
-    the cheapest way per kind (`job.listing.fetch`); one that is gone by now is dropped. Only the needed
+    the cheapest way per kind (`job.decide.listing.fetch`); one that is gone by now is dropped. Only the needed
     objects of a LIST are kept, so reading whole objects never holds two views of the cluster."""
     if not needed:
         return found

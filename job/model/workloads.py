@@ -1,8 +1,8 @@
 """What nsscaler knows about a workload, and the record it leaves on the ones it freezes.
 
-Each kind sits behind one small interface (`job.kinds`: is it running, the patch that freezes it, the
+Each kind sits behind one small interface (`job.model.kinds`: is it running, the patch that freezes it, the
 patch that restores it), so the planner never branches on kind. The annotation and label keys are owned
-here (the two record keys by `job.kinds`, re-exported).
+here (the two record keys by `job.model.kinds`, re-exported).
 """
 
 from __future__ import annotations
@@ -12,32 +12,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from job import gitops
-from job.activity import Change, last_user_change, parse_time
-from job.kinds import (
-    ANNOTATION_ORIGINAL_REPLICAS,
-    ANNOTATION_ORIGINAL_SUSPEND,
-    BUILTIN,
-    Kind,
-    KindHandler,
-    MalformedRecord,
-    selecting_kinds,
-)
-
-ANNOTATION_SCALED_BY = "nsscaler.wubw.fun/scaled-by"
-ANNOTATION_EXCLUDE = "nsscaler.wubw.fun/exclude"
-LABEL_SCALED = "nsscaler.wubw.fun/scaled"
-SCALED_SELECTOR = f"{LABEL_SCALED}=true"
-#: everything else: objects without our label match too (the API server's `!=`)
-UNSCALED_SELECTOR = f"{LABEL_SCALED}!=true"
-
-#: the built-in handlers, by kind (custom kinds get theirs per run: `job.kinds.resolve`)
-HANDLERS = BUILTIN
-
-__all__ = ["ANNOTATION_EXCLUDE", "ANNOTATION_ORIGINAL_REPLICAS", "ANNOTATION_ORIGINAL_SUSPEND",
-           "ANNOTATION_SCALED_BY", "HANDLERS", "LABEL_SCALED", "SCALED_SELECTOR", "UNSCALED_SELECTOR", "Kind",
-           "KindHandler", "MalformedRecord", "Namespace", "Workload", "adopt_patch", "freeze_patch", "from_api",
-           "restore_patch"]
+from job.model import managed
+from job.model.activity import Change, last_user_change, parse_time
+from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, selecting_kinds
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_SCALED_BY, FIELD_MANAGER, LABEL_SCALED
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +48,7 @@ class Workload:
     scaled_by: str | None = None
     excluded: bool = False
     uid: str = ""
-    last_user_change: Change | None = None  # for keep_recent: see job.activity
+    last_user_change: Change | None = None  # for keep_recent: see job.model.activity
     controller: str | None = None
     controller_name: str | None = None
     handler: KindHandler | None = field(default=None, compare=False, repr=False)
@@ -143,8 +121,8 @@ def size_from_metadata(handler: KindHandler, meta: dict[str, Any]) -> int | None
     if handler.record_key not in (meta.get("annotations") or {}):
         return None
     frozen = handler.frozen_body()
-    owners = gitops.size_owners(meta.get("managedFields"), gitops.size_path(frozen))
-    if not any(manager == gitops.FIELD_MANAGER for _, manager in owners):
+    owners = managed.size_owners(meta.get("managedFields"), managed.size_path(frozen))
+    if not any(manager == FIELD_MANAGER for _, manager in owners):
         return None
     return handler.size_of(_merged({"metadata": meta}, frozen))
 
@@ -160,7 +138,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    managed = meta.get("managedFields") or []
+    fields = meta.get("managedFields") or []
     controller, controller_name = _controller(meta)
     return Workload(
         kind=handler.kind,
@@ -176,10 +154,10 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         controller=controller,
         controller_name=controller_name,
         handler=None if handler.kind in BUILTIN else handler,
-        replicas_manager=_interned(gitops.size_manager(managed, gitops.size_path(handler.frozen_body()),
-                                                       ignore=gitops.FIELD_MANAGER)),
-        gitops=gitops.tool(annotations=annotations, labels=meta.get("labels") or {},
-                           managers=(str(m.get("manager")) for m in managed)),
+        replicas_manager=_interned(managed.size_manager(fields, managed.size_path(handler.frozen_body()),
+                                                       ignore=FIELD_MANAGER)),
+        gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
+                           managers=(str(m.get("manager")) for m in fields)),
     )
 
 

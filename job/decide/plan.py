@@ -4,14 +4,14 @@ Everything here is pure: no I/O, no clock, no randomness. Given the same policie
 workloads it returns the same plan, so it is tested by tables and properties, and a plan applied and
 observed again plans nothing more (idempotence).
 
-Which namespaces are held, and why, is decided first by `job.selection` (scope, active list,
+Which namespaces are held, and why, is decided first by `job.decide.selection` (scope, active list,
 keep_recent, hold windows, expiry, active wins); this module turns that into per-workload changes.
 
 Rules, in order of precedence:
 1. Untouchable namespaces (protected, the job's own, Terminating) are never touched.
 2. A workload annotated `nsscaler.wubw.fun/exclude: "true"` is never touched (counted as excluded), nor is
    one whose controller owner is an excluded workload of the run: an excluded CronJob keeps its Jobs
-   running, as `job.pods` counts their Pods as meant to run.
+   running, as `job.decide.pods` counts their Pods as meant to run.
 3. A namespace is held as the selection says; of several holders the first by name is recorded in `scaled-by`.
 4. In a held namespace a running workload of a kind its holder selects is frozen; an existing record is
    kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
@@ -31,12 +31,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from job import selection as selection_api
-from job.policy import InvalidPolicy, Policy
-from job.selection import Selection, Verdict
-from job.settings import Settings
-from job.workloads import (
-    Kind,
+from job.decide import selection as selection_api
+from job.decide.selection import Selection, Verdict
+from job.model.kinds import Kind
+from job.model.policy import InvalidPolicy, Policy
+from job.model.settings import Settings
+from job.model.workloads import (
     Namespace,
     Workload,
     adopt_patch,

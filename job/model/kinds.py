@@ -17,8 +17,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-ANNOTATION_ORIGINAL_REPLICAS = "nsscaler.wubw.fun/original-replicas"
-ANNOTATION_ORIGINAL_SUSPEND = "nsscaler.wubw.fun/original-suspend"
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_SUSPEND
 
 BUILTIN_NAMES = ("Deployment", "StatefulSet", "CronJob", "Job", "ReplicaSet", "ReplicationController")
 #: What `spec.kinds` accepts: a built-in kind (`Job`) or `<Kind>.<group>` (`Rollout.argoproj.io`).

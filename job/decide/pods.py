@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from job.workloads import ANNOTATION_EXCLUDE, LABEL_SCALED
+from job.model.marks import ANNOTATION_EXCLUDE, EXCLUDE_FIX, LABEL_SCALED
 
 #: Kinds whose objects are read to follow a chain: kind -> (apiVersion, plural).
 LISTABLE: dict[str, tuple[str, str]] = {
@@ -46,7 +46,6 @@ LISTABLE: dict[str, tuple[str, str]] = {
 NAMESPACED_LISTS_MAX = 4
 _MAX_DEPTH = 8  # owner chains are two or three links long; this only guards against a reference loop
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch"})
-_EXCLUDE_FIX = f'annotate it {ANNOTATION_EXCLUDE}="true" if it is meant to run'
 _UNFROZEN = {"DaemonSet": "DaemonSets", "Pod": "bare Pods", "Node": "static Pods"}  # a static Pod's owner is its Node
 
 
@@ -203,14 +202,14 @@ def explain(links: list[tuple[Ref, Meta | None]], *, view: PolicyView, errors: M
     if unread:
         return f"could not read its {unread.kind}: {errors[unread.kind]}; the next run tries again"
     if root.kind in _UNFROZEN:
-        return (f"nsscaler does not freeze {_UNFROZEN[root.kind]}: {_EXCLUDE_FIX}, or remove it")
+        return (f"nsscaler does not freeze {_UNFROZEN[root.kind]}: {EXCLUDE_FIX}, or remove it")
     if root.kind in view.kinds or ("Job" in view.kinds and any(ref.kind == "Job" for ref, _ in links)):
         if view.dry_run:
             return "not frozen: dry run"
         if view.capped:
             return "not frozen: this run froze nothing, over the max_freeze cap"
         return "not frozen by this run (it is at zero or changed during the run); the next run looks again"
-    return f"{root.kind} is not in spec.kinds: add {root.kind} to spec.kinds, or {_EXCLUDE_FIX}"
+    return f"{root.kind} is not in spec.kinds: add {root.kind} to spec.kinds, or {EXCLUDE_FIX}"
 
 
 def tally(census: Census, namespaces: Iterable[str], *, view: PolicyView) -> tuple[list[Remaining], int]:

@@ -26,8 +26,8 @@ import requests
 from pykube.http import KubernetesHTTPAdapter
 
 from job.errors import ApiError, Conflict, StartupError
-from job.gitops import FIELD_MANAGER
-from job.settings import Settings
+from job.model.marks import FIELD_MANAGER
+from job.model.settings import Settings
 
 if TYPE_CHECKING:
     import tenacity

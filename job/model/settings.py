@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from job.kinds import Kind
+from job.model.kinds import Kind
 
 LogFormat = Literal["text", "json"]
 Output = Literal["text", "json"]

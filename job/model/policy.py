@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from job import windows
-from job.kinds import Kind
+from job.model import windows
+from job.model.kinds import Kind
 
 GROUP = "operators.wubw.fun"
 VERSION = "v1alpha1"

@@ -13,14 +13,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from job.cluster.kube import Kube
+from job.decide.plan import Action, Verb, make_plan
+from job.decide.selection import Selection
 from job.errors import ApiError, Conflict
-from job.kinds import MalformedRecord
-from job.kube import Kube
-from job.plan import Action, Verb, make_plan
-from job.policy import InvalidPolicy, Policy
-from job.selection import Selection
-from job.settings import Settings
-from job.workloads import Namespace, from_api
+from job.model.kinds import MalformedRecord
+from job.model.policy import InvalidPolicy, Policy
+from job.model.settings import Settings
+from job.model.workloads import Namespace, from_api
 
 log = logging.getLogger(__name__)
 

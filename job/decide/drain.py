@@ -12,13 +12,14 @@ from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from job import gitops, listing, pods
-from job.apply import ActionResult
+from job.cluster.kube import Kube
+from job.cluster.write import ActionResult
+from job.decide import gitops, listing, pods
+from job.decide.plan import Plan, Verb
 from job.errors import ApiError
-from job.kube import Kube
-from job.plan import Plan, Verb
-from job.policy import InvalidPolicy, Policy
-from job.workloads import Workload
+from job.model import managed
+from job.model.policy import InvalidPolicy, Policy
+from job.model.workloads import Workload
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def frozen_now(found: pods.Census, results: Iterable[ActionResult]) -> None:
 def census(kube: Kube, held: Iterable[str], found: pods.Census | None = None, *,
            all_namespaces: int = 0) -> pods.Census:
     """Live Pods of held namespaces grouped by owner, from one metadata-only LIST however many namespaces
-    are held (or one per held namespace when they are a small part of a busy cluster: `job.listing`);
+    are held (or one per held namespace when they are a small part of a busy cluster: `job.decide.listing`);
     then their owner chains, from metadata-only LISTs sent only while some chain is incomplete (none when
     no Pod is left; a constant number per kind otherwise: see job/pods.py). `found` may come seeded with
     owners already known (`known_owners`)."""
@@ -116,7 +117,7 @@ def reverts(results: list[ActionResult]) -> list[gitops.Revert]:
             handler = w.handling
             found.append(gitops.revert(policy=r.action.policy, namespace=w.namespace, kind=w.kind.value,
                                        api_version=handler.api_version, name=w.name, manager=w.replicas_manager,
-                                       size_path=gitops.size_path(handler.frozen_body()), managed_by=w.gitops))
+                                       size_path=managed.size_path(handler.frozen_body()), managed_by=w.gitops))
     return found
 
 

@@ -11,9 +11,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from job.gitops import Revert
-from job.pods import Remaining
-from job.selection import PolicySelection
+from job.decide.gitops import Revert
+from job.decide.pods import Remaining
+from job.decide.selection import PolicySelection
 
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"

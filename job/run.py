@@ -12,19 +12,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from job import drain as drain_api
-from job import observe, pods
-from job import policy as policy_api
-from job.apply import ActionResult, Applier, Replan
-from job.apply import record_event as _record_event
-from job.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object, scaled_object_action
+from job.cluster import read as observe
+from job.cluster.kube import Kube
+from job.cluster.read import required_access
+from job.cluster.write import ActionResult, Applier, Replan
+from job.cluster.write import record_event as _record_event
+from job.decide import drain as drain_api
+from job.decide import pods
+from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object, scaled_object_action
 from job.errors import ApiError
-from job.kube import Kube
-from job.observe import required_access
+from job.model import policy as policy_api
 
 __all__ = ["ActionResult", "RunReport", "required_access", "run"]
-from job.kinds import BUILTIN
-from job.plan import (
+from job.decide.plan import (
     Action,
     Plan,
     Problem,
@@ -35,10 +35,11 @@ from job.plan import (
     select,
     sizes_needed,
 )
-from job.policy import InvalidPolicy, Policy
-from job.settings import Settings
-from job.status import PolicyOutcome, build_status
-from job.workloads import Workload
+from job.decide.status import PolicyOutcome, build_status
+from job.model.kinds import BUILTIN
+from job.model.policy import InvalidPolicy, Policy
+from job.model.settings import Settings
+from job.model.workloads import Workload
 
 log = logging.getLogger(__name__)
 

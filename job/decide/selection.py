@@ -11,7 +11,7 @@ Rules, in order of precedence:
 3. A holding policy keeps running the in-scope namespaces its active list names (`prefix + suffix`),
    and, with `keep_recent: k`, the k other in-scope namespaces with the newest activity (ties by name).
    Activity is the newest of a namespace's creation and the last user change of a workload of the
-   policy's kinds (see `job.activity`).
+   policy's kinds (see `job.model.activity`).
 4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
    "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
 """
@@ -23,10 +23,11 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from job.activity import CREATED, Change
-from job.policy import Policy
-from job.settings import Settings
-from job.workloads import Kind, Namespace, Workload
+from job.model.activity import CREATED, Change
+from job.model.kinds import Kind
+from job.model.policy import Policy
+from job.model.settings import Settings
+from job.model.workloads import Namespace, Workload
 
 _NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
 

@@ -1,0 +1,34 @@
+"""Every mark nsscaler reads or leaves on an object: annotation and label keys, selectors, its field manager.
+
+Defined once here and imported everywhere else, so a key can never drift between the code that writes a
+record and the code that reads it back (README: "Recorded state on a workload")."""
+
+from __future__ import annotations
+
+DOMAIN = "nsscaler.wubw.fun"
+
+#: the count a scalable workload had before its freeze ("3"), restored exactly
+ANNOTATION_ORIGINAL_REPLICAS = f"{DOMAIN}/original-replicas"
+#: a CronJob's or Job's previous `spec.suspend` ("false")
+ANNOTATION_ORIGINAL_SUSPEND = f"{DOMAIN}/original-suspend"
+#: a KEDA ScaledObject's previous paused-replicas annotation, as JSON (`"3"` or `null`)
+ANNOTATION_ORIGINAL_PAUSED = f"{DOMAIN}/original-paused-replicas"
+#: KEDA's own key, which nsscaler sets to "0" on the ScaledObject of a frozen workload
+ANNOTATION_KEDA_PAUSED = "autoscaling.keda.sh/paused-replicas"
+#: the NSScaler whose hold froze the workload
+ANNOTATION_SCALED_BY = f"{DOMAIN}/scaled-by"
+#: set by a user: nsscaler never touches the workload, nor what it controls
+ANNOTATION_EXCLUDE = f"{DOMAIN}/exclude"
+#: on every object carrying a record, so a restore sweep selects them server-side
+LABEL_SCALED = f"{DOMAIN}/scaled"
+SCALED_SELECTOR = f"{LABEL_SCALED}=true"
+#: everything else: objects without our label match too (the API server's `!=`)
+UNSCALED_SELECTOR = f"{LABEL_SCALED}!=true"
+#: on a ClusterRole that grants access to a custom kind: aggregated into nsscaler's own
+AGGREGATE_LABEL = f"{DOMAIN}/aggregate-to-nsscaler"
+
+#: the field manager of every write, so `managedFields` tells nsscaler's changes from everyone else's
+FIELD_MANAGER = "nsscaler"
+
+#: the advice given wherever something runs that a user may mean to keep running
+EXCLUDE_FIX = f'annotate it {ANNOTATION_EXCLUDE}="true" if it is meant to run'
