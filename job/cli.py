@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import sys
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StartupError as exc:
         log.error("cannot start: %s", exc, extra={"event": "startup-failed", "exit_code": EXIT_CANNOT_START})
         return EXIT_CANNOT_START
-    result.finished = dt.datetime.now(dt.UTC)
+    result = dataclasses.replace(result, finished=dt.datetime.now(dt.UTC))
     text, fields = report.summary(result)
     log.log(logging.ERROR if result.failed else logging.INFO, text, extra=fields)
     if settings.output == "json":

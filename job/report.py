@@ -8,8 +8,7 @@ import logging
 import sys
 from typing import IO, Any, TextIO
 
-from job.cluster.write import ActionResult
-from job.decide.plan import Verb
+from job.decide.actions import ActionResult, Verb
 from job.decide.status import PolicyOutcome
 from job.run import RunReport
 

@@ -1,52 +1,48 @@
-"""One run: pre-flight, observe, plan, apply, report. Orchestration only; decisions live in `plan`.
+"""One run, in five stages: read everything, decide in one pure pass, write, look again, report.
 
-The run never lets one policy's trouble stop another's: an invalid spec, a failed PATCH or a failed
-status write is recorded in that policy's outcome and the run goes on.
+    read ──► decide (pure) ──► write ──► look again ──► report
+    snapshot   every write      PATCHes   Pod census     outcomes, status bodies,
+               (job.decide)     (409:     (second read)  Events (pure), then sent
+                                re-read, re-decide)
+
+Orchestration only: the reads and writes are `job.cluster`'s, every decision `job.decide`'s. The run never
+lets one policy's trouble stop another's: an invalid spec, a failed PATCH or a failed status write is
+recorded in that policy's outcome and the run goes on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from job.cluster import read as observe
+from job.cluster import census as census_api
+from job.cluster import read
+from job.cluster.access import preflight, startup_error
 from job.cluster.kube import Kube
-from job.cluster.read import required_access
-from job.cluster.write import ActionResult, Applier, Replan
-from job.cluster.write import record_event as _record_event
-from job.decide import drain as drain_api
-from job.decide import pods
-from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object, scaled_object_action
+from job.cluster.write import carry_out, send_events, write_statuses
+from job.decide import events as events_api
+from job.decide import outcome as outcome_api
+from job.decide import reads
+from job.decide.actions import ActionResult, Verb
+from job.decide.decision import Decision, again, decide
+from job.decide.drain import frozen_now, reverts
+from job.decide.plan import excluded_owners_of, kinds_in_use, select, sizes_needed
+from job.decide.pods import Census
+from job.decide.status import PolicyOutcome, build_status
 from job.errors import ApiError
 from job.model import policy as policy_api
-
-__all__ = ["ActionResult", "RunReport", "required_access", "run"]
-from job.decide.plan import (
-    Action,
-    Plan,
-    Problem,
-    Verb,
-    excluded_owners_of,
-    kinds_in_use,
-    make_plan,
-    select,
-    sizes_needed,
-)
-from job.decide.status import PolicyOutcome, build_status
 from job.model.kinds import BUILTIN
-from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
-from job.model.workloads import Workload
+from job.model.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
-_CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go, as kubectl expects
 
-
-@dataclass
+@dataclass(frozen=True)
 class RunReport:
     started: dt.datetime
     dry_run: bool
@@ -54,9 +50,9 @@ class RunReport:
     results: list[ActionResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     requests: dict[str, int] = field(default_factory=dict)
-    #: seconds spent in each phase (observe, plan, apply, pods, status): where a slow run spends its time
+    #: seconds spent in each stage (observe, plan, apply, pods, status): where a slow run spends its time
     phases: dict[str, float] = field(default_factory=dict)
-    #: requests sent in each phase: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
+    #: requests sent in each stage: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
     phase_requests: dict[str, int] = field(default_factory=dict)
     finished: dt.datetime | None = None
 
@@ -73,191 +69,123 @@ class RunReport:
         return sum(1 for r in self.results if r.outcome == outcome and (verb is None or r.action.verb is verb))
 
 
-def _outcomes(policies: Sequence[Policy | InvalidPolicy], *, plan: Plan, results: list[ActionResult],
-              drain: drain_api.Drain, settings: Settings) -> list[PolicyOutcome]:
-    outcomes = []
-    failed = drain_api.failed_refs(plan, results)
-    reverts = drain_api.reverts(results)
-    for p in policies:
-        if isinstance(p, InvalidPolicy):
-            outcomes.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid,
-                                          previous_status=p.status, invalid=p.message))
-            continue
-        found = plan.policies[p.name]
-        outcome = PolicyOutcome(
-            name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status, suspended=p.spec.suspend,
-            dry_run=settings.dry_run or p.spec.dry_run, held=found.held, active=found.active,
-            kept_running_by=found.kept_running_by, unchanged=found.unchanged, excluded=found.excluded,
-            kept_frozen=found.kept_frozen, pods_unknown=drain.unknown if found.held else None,
-            gitops_managed=drain.gitops_managed[p.name], reverted=[r for r in reverts if r.policy == p.name],
-            cap_message=plan.cap_message if not p.spec.suspend else None)
-        if plan.selection is not None:
-            outcome.selection = plan.selection.policies.get(p.name)
-        view = pods.PolicyView(kinds=frozenset(str(k) for k in p.kinds), dry_run=outcome.dry_run,
-                               capped=outcome.cap_message is not None, failures=failed)
-        outcome.remaining, outcome.pods_excluded = pods.tally(drain.census, found.held, view=view)
-        outcome.pods_left = sum(r.pods for r in outcome.remaining)
-        for r in results:
-            if r.action.policy != p.name:
-                continue
-            if r.outcome in ("applied", "dry-run"):
-                if r.action.verb is Verb.FREEZE:
-                    outcome.frozen += 1
-                elif r.action.verb is Verb.RESTORE:
-                    outcome.restored += 1
-                elif r.action.verb is Verb.ADOPT:
-                    outcome.adopted += 1
-            elif r.outcome == "failed":
-                outcome.failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {r.message}")
-            else:
-                outcome.unchanged += 1
-        outcome.failures += [pr.message for pr in plan.problems if pr.policy == p.name]
-        outcomes.append(outcome)
-    return outcomes
+class _Stages:
+    """Seconds and requests per stage, measured as the run goes."""
 
+    def __init__(self, kube: Kube) -> None:
+        self.kube, self.clock, self.sent = kube, time.perf_counter(), 0
+        self.seconds: dict[str, float] = {}
+        self.requests: dict[str, int] = {}
 
-def _write_statuses(kube: Kube, outcomes: list[PolicyOutcome], *, settings: Settings, now: dt.datetime) -> None:
-    for outcome in outcomes:
-        try:
-            kube.patch_status(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=outcome.name,
-                              status=build_status(outcome, now=now, list_limit=settings.status_list_limit))
-        except ApiError as exc:
-            if exc.status != 404:  # a policy deleted during the run has no status to write
-                outcome.failures.append(f"writing status: {exc}")
-                log.error("could not write the status of NSScaler %s: %s", outcome.name, exc,
-                          extra={"event": "status-failed", "policy": outcome.name})
-        if not settings.events:
-            continue
-        involved = {"apiVersion": policy_api.API_VERSION, "kind": "NSScaler", "name": outcome.name,
-                    "uid": outcome.uid}
-        if not outcome.ok:
-            reason = "InvalidSpec" if outcome.invalid else "ReconcileFailed"
-            detail = outcome.invalid or outcome.cap_message or "; ".join(outcome.failures[:3])
-            _record_event(kube, now=now, namespace=_CLUSTER_EVENTS_NAMESPACE, warning=True, reason=reason,
-                          message=detail, involved=involved)
-        if outcome.frozen or outcome.restored:
-            _record_event(kube, now=now, namespace=_CLUSTER_EVENTS_NAMESPACE, warning=False, reason="Reconciled",
-                          message=f"froze {outcome.frozen} and restored {outcome.restored} workloads; "
-                                  f"{len(outcome.held)} namespaces held", involved=involved)
-
-
-def _apply(kube: Kube, applier: Applier, plan: Plan) -> list[ActionResult]:
-    """The plan's actions, with the KEDA ScaledObjects of the workloads they change: resumed before their
-    workload is restored (a failed resume holds that restore back), paused after it is frozen. Runs that
-    change nothing read no ScaledObject, so a steady state costs no request for them."""
-    if not any(a.verb in (Verb.FREEZE, Verb.RESTORE) for a in plan.actions):
-        return applier.apply(plan.actions)
-    held_back: dict[int, str] = {}
-    try:
-        keda = plan_scaled_objects(plan.actions, observe.scaled_objects(kube))
-    except ApiError as exc:  # restoring while a ScaledObject might hold the workload at 0 could lose its count
-        keda = plan_scaled_objects([], [])
-        held_back = {id(a): f"not restored: the KEDA ScaledObjects could not be read ({exc})"
-                     for a in plan.actions if a.verb is Verb.RESTORE}
-    plan.problems += keda.problems
-    resumed = _apply_autoscaler_actions(applier, keda.resumes)
-    held_back |= {id(t): f"not restored: its ScaledObject {r.action.workload.name} could not be resumed ({r.message})"
-                  for r, (_, t) in zip(resumed, keda.resumes, strict=True) if r.outcome == "failed"}
-    actions = [a for a in plan.actions if id(a) not in held_back]
-    applied = applier.apply(actions)
-    done = {id(a) for a, r in zip(actions, applied, strict=True) if r.outcome in ("applied", "dry-run")}
-    held = [ActionResult(a, "failed", held_back[id(a)]) for a in plan.actions if id(a) in held_back]
-    paused = _apply_autoscaler_actions(applier, [(a, t) for a, t in keda.pauses if id(t) in done])
-    return resumed + applied + held + paused
-
-
-def _report_hpas(kube: Kube, plan: Plan, kept: list[tuple[str, Workload]]) -> None:
-    """HPAs with minReplicas 0 on the workloads being frozen, or `kept` frozen by a policy whose status
-    named one: read only then, so a steady state without such a report costs no request for them."""
-    freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
-    if not freezes and not kept:
-        return
-    try:
-        plan.problems += hpa_problems(freezes, observe.hpas(kube), kept=kept)
-    except ApiError as exc:
-        first = [(a.policy, a.workload) for a in freezes[:1]] or kept[:1]
-        plan.problems += [Problem(policy, w, f"could not read HPAs: {exc}") for policy, w in first]
-
-
-def _apply_autoscaler_actions(applier: Applier, pairs: list[tuple[Action, Action]]) -> list[ActionResult]:
-    def replan_for(trigger: Action) -> Replan:
-        return lambda fresh: scaled_object_action(scaled_object(fresh), trigger)
-    return applier.apply([a for a, _ in pairs], [replan_for(t) for _, t in pairs])
-
-
-def _record_reverts(kube: Kube, results: list[ActionResult], *, settings: Settings, now: dt.datetime) -> None:
-    """Log each frozen workload found scaled up again; a Warning Event on those frozen again (capped)."""
-    limit = settings.workload_events_limit if settings.events else 0
-    for involved, message in drain_api.report_reverts(results)[:limit]:
-        _record_event(kube, now=now, namespace=involved["namespace"], involved=involved, warning=True,
-                      reason=drain_api.REASON_REVERTED, message=message)
+    def done(self, name: str) -> None:
+        self.seconds[name] = round(time.perf_counter() - self.clock, 3)
+        self.clock = time.perf_counter()
+        total = sum(self.kube.requests.snapshot().values())
+        self.requests[name], self.sent = total - self.sent, total
 
 
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
-    report = RunReport(started=now, dry_run=settings.dry_run)
-    clock, sent = time.perf_counter(), 0
-
-    def phase(name: str) -> None:
-        nonlocal clock, sent
-        report.phases[name] = round(time.perf_counter() - clock, 3)
-        clock = time.perf_counter()
-        total = sum(kube.requests.snapshot().values())
-        report.phase_requests[name], sent = total - sent, total
-
+    stages = _Stages(kube)
+    report = RunReport(started=now, dry_run=settings.dry_run, phases=stages.seconds,
+                       phase_requests=stages.requests)
     try:
-        policies = observe.policies(kube, settings)
-        kinds = observe.discover(kube, settings, policies)
-        policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
-        observe.preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
-        try:
-            namespaces = observe.namespaces(kube)
-            handlers = list(kinds.handlers.values())
-            guess = select(policies, namespaces=namespaces, workloads=[], settings=settings, now=now)
-            workloads = observe.workloads(kube, observe.Kinds(
-                handlers, kinds_in_use(policies), family=observe.families(policies, handlers, namespaces),
-                all_namespaces=len(namespaces), guess=guess))
-            selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
-            excluded_owners = excluded_owners_of(workloads)
-            workloads = observe.complete(kube, workloads, sizes_needed(workloads, selection=selection,
-                                                                       excluded_owners=excluded_owners))
-        except ApiError as exc:
-            raise observe.startup_error(kube, exc) from None
-        phase("observe")
-        plan = make_plan(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now,
-                         selection=selection, excluded_owners=excluded_owners)
-        drain = drain_api.Drain(pods.Census(),
-                                gitops_managed=drain_api.gitops_managed(policies, plan=plan, workloads=workloads))
-        kept = hpa_rechecks(policies, plan.actions, workloads)
-        drain.census.seed(drain_api.known_owners(workloads, plan.held_by))
-        del workloads  # the plan keeps what it needs; free the rest before the PATCHes
-        phase("plan")
-        applier = Applier(kube, settings, policies=policies, namespaces=namespaces, now=now,
-                          selection=plan.selection, excluded_owners=plan.excluded_owners)
-        _report_hpas(kube, plan, kept)
-        report.results = _apply(kube, applier, plan)
-        _record_reverts(kube, report.results, settings=settings, now=now)
-        phase("apply")
-        try:
-            drain_api.frozen_now(drain.census, report.results)
-            drain.census = drain_api.census(kube, plan.held_by, drain.census, all_namespaces=len(namespaces))
-        except ApiError as exc:
-            report.problems.append(f"could not count Pods for `done`: {exc}")
-            drain.unknown = str(exc)  # unknown is not done
-        report.policies = _outcomes(policies, plan=plan, results=report.results, drain=drain, settings=settings)
-        phase("pods")
-        # Failures of workloads whose policy is gone have no status to go to: the run report keeps them.
-        known = {p.name for p in policies}
-        report.problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in report.results
-                            if r.outcome == "failed" and r.action.policy not in known]
-        report.problems += [pr.message for pr in plan.problems if pr.policy not in known]
-        for problem in plan.problems:
-            log.error(problem.message, extra={"event": "problem", "policy": problem.policy})
-        if plan.cap_message:
-            log.error(plan.cap_message, extra={"event": "cap-exceeded"})
-        if not settings.dry_run:
-            _write_statuses(kube, report.policies, settings=settings, now=now)
-        phase("status")
+        snapshot = read_snapshot(kube, settings, now=now)
+        stages.done("observe")
+        decision = decide(snapshot, settings=settings, now=now)
+        if decision.needs:  # the run changes something: the autoscalers matter now, and only now
+            wanted = decision.needs
+            del decision  # a first run's plan is large: never two at once
+            snapshot = replace(snapshot, autoscalers=read.autoscalers(kube, wanted))
+            decision = decide(snapshot, settings=settings, now=now)
+        stages.done("plan")
+        results = _write(kube, snapshot, decision, settings=settings, now=now)
+        stages.done("apply")
+        census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
+        outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
+                                        settings=settings)
+        report = replace(report, results=results, problems=_orphan_problems(snapshot, decision, results, census))
+        stages.done("pods")
+        report = replace(report, policies=_report(kube, outcomes, results, settings=settings, now=now))
+        _log_problems(decision)
+        stages.done("status")
     finally:
-        report.requests = kube.requests.snapshot()
+        report = replace(report, requests=kube.requests.snapshot())
     return report
+
+
+def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
+    """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
+    `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
+    policies = read.policies(kube, settings)
+    kinds = read.discover(kube, settings, policies)
+    policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
+    preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
+    try:
+        namespaces = read.namespaces(kube)
+        handlers = list(kinds.handlers.values())
+        guess = select(policies, namespaces=namespaces, workloads=[], settings=settings, now=now)
+        workloads = read.workloads(kube, reads.Kinds(
+            handlers, kinds_in_use(policies), family=reads.families(policies, handlers, namespaces),
+            all_namespaces=len(namespaces), guess=guess))
+        selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
+        needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
+        workloads = read.complete(kube, workloads, needed)
+    except ApiError as exc:
+        raise startup_error(kube, exc) from None
+    return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads))
+
+
+def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings,
+           now: dt.datetime) -> list[ActionResult]:
+    redecide = functools.partial(again, decision=decision, snapshot=snapshot, settings=settings, now=now)
+    # As sent: the resumes, the workloads' changes and the ones held back, the restores refused without a
+    # write (the ScaledObjects could not be read: then there is no resume or pause), then the pauses.
+    results = [*carry_out(kube, decision.steps, settings=settings, again=redecide), *decision.refused]
+    for revert in reverts(results):
+        log.warning(revert.message, extra={"event": "reverted", "policy": revert.policy, "namespace": revert.namespace,
+                                           "kind": revert.kind, "workload": revert.name, "manager": revert.manager,
+                                           "gitops": revert.tool, "fix": revert.fix})
+    return results
+
+
+def _look_again(kube: Kube, decision: Decision, results: list[ActionResult], *,
+                namespaces: int) -> outcome_api.Census:
+    """The second read: the Pods left in held namespaces, from owners seeded as this run left them."""
+    seeded = Census()
+    seeded.seed(decision.census_seed)
+    try:
+        frozen_now(seeded, results)
+        found = census_api.census(kube, decision.plan.held_by, seeded, all_namespaces=namespaces)
+    except ApiError as exc:
+        return outcome_api.Census(seeded, unknown=str(exc))  # unknown is not done
+    return outcome_api.Census(found)
+
+
+def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[ActionResult],
+                     census: outcome_api.Census) -> list[str]:
+    """What no status can carry: failures of workloads whose policy is gone, and a census that failed."""
+    known = {p.name for p in snapshot.policies}
+    problems = [f"could not count Pods for `done`: {census.unknown}"] if census.unknown else []
+    problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in results
+                 if r.outcome == "failed" and r.action.policy not in known]
+    return problems + [pr.message for pr in decision.problems if pr.policy not in known]
+
+
+def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResult], *, settings: Settings,
+            now: dt.datetime) -> list[PolicyOutcome]:
+    """The statuses, then the Events (which say whether a status could not be written)."""
+    if not settings.dry_run:
+        bodies = [(o.name, build_status(o, now=now, list_limit=settings.status_list_limit)) for o in outcomes]
+        failed = write_statuses(kube, bodies)
+        outcomes = [outcome_api.with_status_failure(o, failed[o.name]) if o.name in failed else o
+                    for o in outcomes]
+        send_events(kube, events_api.of_run(results, outcomes, settings=settings), now=now)
+    return outcomes
+
+
+def _log_problems(decision: Decision) -> None:
+    for problem in decision.problems:
+        log.error(problem.message, extra={"event": "problem", "policy": problem.policy})
+    if decision.plan.cap_message:
+        log.error(decision.plan.cap_message, extra={"event": "cap-exceeded"})

@@ -12,85 +12,27 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
-from job.cluster.kube import Access, Kube
-from job.decide import listing, pods
-from job.decide.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
-from job.decide.plan import sizes_needed
-from job.decide.selection import Selection
+from job.cluster.access import preflight, startup_error
+from job.cluster.kube import Kube
+from job.decide import listing, reads
 from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
+from job.model.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
 from job.model.kinds import BUILTIN, Kind, KindHandler, Resolution, listed_for, resolve
-from job.model.marks import AGGREGATE_LABEL, SCALED_SELECTOR, UNSCALED_SELECTOR
+from job.model.marks import SCALED_SELECTOR, UNSCALED_SELECTOR
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
+from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers
 from job.model.workloads import Namespace, Workload, from_api, namespace_from_api
 
 log = logging.getLogger(__name__)
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_PLURAL = "customresourcedefinitions"
-_WORKLOAD_VERBS = ("list", "get", "patch")
-
-
-def _kind_access(handler: KindHandler) -> list[Access]:
-    return [Access(handler.group, handler.plural, verb) for verb in _WORKLOAD_VERBS]
-
-
-def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -> list[Access]:
-    """Exactly what a run calls; the ClusterRole in kustomize/base grants this (for built-in kinds) and
-    nothing more. A custom kind a policy names adds its own three verbs, granted by a small ClusterRole
-    that the aggregation label folds into nsscaler's."""
-    needed = [Access(policy_api.GROUP, policy_api.PLURAL, "list"), Access("", "namespaces", "list"),
-              Access("", "pods", "list"), Access("apiextensions.k8s.io", CRD_PLURAL, "list"),
-              Access("autoscaling", HPA_PLURAL, "list"), *_kind_access(SCALED_OBJECTS)]
-    for handler in [*BUILTIN.values(), *custom]:
-        needed += _kind_access(handler)
-    # Why Pods still run: metadata-only LISTs of their owners (job/pods.py), only when some remain.
-    needed += [Access(api_version.rpartition("/")[0], plural, "list")
-               for api_version, plural in pods.LISTABLE.values()]
-    if not settings.dry_run:
-        needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
-        if settings.events:
-            needed.append(Access("", "events", "create"))
-    return list(dict.fromkeys(needed))  # once each, however many reasons ask for it
-
-
-def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] = ()) -> None:
-    """One access review: names what is missing, per custom kind, and how to grant it."""
-    custom = list(custom)
-    try:
-        missing = kube.missing_access(required_access(settings, custom=custom),
-                                      namespace=settings.own_namespace or "default")
-    except ApiError as exc:
-        raise startup_error(kube, exc) from None
-    if not missing:
-        return
-    per_kind = {h.kind: [a for a in missing if a in _kind_access(h)] for h in custom}
-    base = [a for a in missing if not any(a in found for found in per_kind.values())]
-    parts = []
-    if base:
-        parts.append(f"missing RBAC permissions: {', '.join(map(str, base))}; apply the ClusterRole from "
-                     f"kustomize/base (kubectl apply -k kustomize/overlays/prod)")
-    for kind, lacking in sorted(per_kind.items()):
-        if lacking:
-            parts.append(f"kind {kind} (selected by a policy) needs {', '.join(map(str, lacking))}: apply a "
-                         f"ClusterRole labelled {AGGREGATE_LABEL}=true that grants list, get and patch on it "
-                         f"(README: Custom kinds)")
-    raise StartupError("; ".join(parts))
-
-
-def startup_error(kube: Kube, exc: ApiError) -> StartupError:
-    if exc.status == 0:
-        return StartupError(f"{exc.message}; check --kubeconfig/--context and that the cluster is up")
-    if exc.status == 401:
-        return StartupError(f"the API server at {kube.server} rejected the credentials (401): renew the "
-                            f"token or certificate in the kubeconfig")
-    return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
 
 
 def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
@@ -105,35 +47,6 @@ def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
         raise startup_error(kube, exc) from None
     default_kinds = frozenset(settings.default_kinds)
     return sorted((policy_api.parse(o, default_kinds=default_kinds) for o in objs), key=lambda p: p.name)
-
-
-@dataclass(frozen=True)
-class Kinds:
-    """This run's kinds: every handler to LIST, the kinds some serving policy freezes, and per kind the
-    namespaces a policy that freezes it may hold (its family: what a LIST of it must cover at least)."""
-
-    handlers: list[KindHandler]
-    selected: frozenset[Kind]
-    family: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
-    all_namespaces: int = 0
-    #: the selection as namespaces alone suggest it (no activity yet): whether a first page is mostly
-    #: workloads to freeze, whose whole objects the run needs anyway
-    guess: Selection | None = None
-
-
-def families(policies: Sequence[Policy | InvalidPolicy], handlers: Iterable[KindHandler],
-             namespaces: Sequence[Namespace]) -> dict[Kind, frozenset[str]]:
-    """Per kind LISTed whole: the namespaces whose workloads of it a decision may need. Those are the ones
-    a serving policy that freezes it may hold: in its scope, but not named in its active list, whose
-    workloads are never frozen (our records in them come with the cluster-wide LIST of records). A policy
-    with `keep_recent` needs every namespace in its scope: their activity decides which stay up."""
-    serving = [p for p in policies if isinstance(p, Policy) and not p.spec.suspend]
-    out = {}
-    for handler in handlers:
-        selecting = [p for p in serving if listed_for(handler, p.kinds)]
-        out[handler.kind] = frozenset(ns.name for ns in namespaces if any(
-            p.in_scope(ns.name) and (p.spec.keep_recent or not p.lists_active(ns.name)) for p in selecting))
-    return out
 
 
 def discover(kube: Kube, settings: Settings, found: list[Policy | InvalidPolicy]) -> Resolution:
@@ -162,7 +75,7 @@ def namespaces(kube: Kube) -> list[Namespace]:
                                                          page_size=NAMESPACE_PAGES * kube.settings.page_size)]
 
 
-def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
+def workloads(kube: Kube, kinds: reads.Kinds) -> list[Workload]:
     """Every workload a decision may need, metadata only (a frozen workload's size is known from it: see
     `job.model.workloads.size_from_metadata`; `complete` reads the others whole once the run knows which).
 
@@ -177,7 +90,7 @@ def workloads(kube: Kube, kinds: Kinds) -> list[Workload]:
         return [w for found in pool.map(lambda h: _read_kind(kube, h, kinds), kinds.handlers) for w in found]
 
 
-def _read_kind(kube: Kube, handler: KindHandler, kinds: Kinds) -> list[Workload]:
+def _read_kind(kube: Kube, handler: KindHandler, kinds: reads.Kinds) -> list[Workload]:
     if not listed_for(handler, kinds.selected):
         return list(_records(kube, handler))
     family = kinds.family.get(handler.kind)
@@ -197,19 +110,12 @@ def _read_kind(kube: Kube, handler: KindHandler, kinds: Kinds) -> list[Workload]
         return _family_in_namespaces(kube, handler, sorted(family))
     log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
               extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
-    if _mostly_to_freeze(handler, probe, kinds.guess):  # a first run: read whole objects at once
+    first = [from_api(handler, o, metadata_only=True) for o in probe]
+    if reads.mostly_to_freeze(first, kinds.guess):  # a first run: read whole objects at once
         return [from_api(handler, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural)]
     rest = kube.list_all(version=handler.api_version, plural=handler.plural, metadata_only=True,
                          resume=token) if token else ()
-    return [from_api(handler, o, metadata_only=True) for o in itertools.chain(probe, rest)]
-
-
-def _mostly_to_freeze(handler: KindHandler, probe: list[dict[str, Any]], guess: Selection | None) -> bool:
-    """Whether most of a first page (metadata) are workloads whose size the plan will need."""
-    if guess is None or not probe:
-        return False
-    found = [from_api(handler, o, metadata_only=True) for o in probe]
-    return 2 * len(sizes_needed(found, selection=guess, excluded_owners=frozenset())) > len(found)
+    return first + [from_api(handler, o, metadata_only=True) for o in rest]
 
 
 def _records(kube: Kube, handler: KindHandler) -> Iterator[Workload]:
@@ -300,3 +206,20 @@ def scaled_objects(kube: Kube) -> list[ScaledObject]:
 def hpas(kube: Kube) -> list[dict[str, object]]:
     return [{"metadata": o.get("metadata"), "spec": o.get("spec")}
             for o in kube.list_all(version=HPA_API_VERSION, plural=HPA_PLURAL)]
+
+
+def autoscalers(kube: Kube, wanted: frozenset[str]) -> Autoscalers:
+    """The autoscalers a decision asked for (`job.model.snapshot.NEED_SCALED_OBJECTS`, `NEED_HPAS`); a failed read is
+    kept as its error, for the decision to weigh (a restore is never sent while KEDA might hold it at 0)."""
+    found: dict[str, Any] = {}
+    if NEED_HPAS in wanted:
+        try:
+            found["hpas"] = tuple(hpas(kube))
+        except ApiError as exc:
+            found["hpas_error"] = str(exc)
+    if NEED_SCALED_OBJECTS in wanted:
+        try:
+            found["scaled_objects"] = tuple(scaled_objects(kube))
+        except ApiError as exc:
+            found["scaled_objects_error"] = str(exc)
+    return Autoscalers(**found)

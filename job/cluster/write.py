@@ -1,135 +1,130 @@
-"""Sending the plan: one merge PATCH per action, concurrently; on 409 one re-read of that object and a
-fresh decision about it (never a blind retry of a stale patch). Logs one line and, within a budget, one
-Event per change."""
+"""Carrying out a decision: one merge PATCH per write, concurrently, step by step; on 409 one re-read of that
+object and a fresh decision about it (`job.decide.decision.again`, given by the caller: never a blind retry of
+a stale patch). Then the statuses and the Events, from this one place. Logs one line per change.
+
+Nothing here decides: which writes, in which steps, what a write waits for and what a 409 turns it into
+all come from `job.decide`."""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from job.cluster.kube import Kube
-from job.decide.plan import Action, Verb, make_plan
-from job.decide.selection import Selection
+from job.decide.actions import Action, ActionResult
+from job.decide.decision import Write
+from job.decide.events import Event
 from job.errors import ApiError, Conflict
-from job.model.kinds import MalformedRecord
-from job.model.policy import InvalidPolicy, Policy
+from job.model import policy as policy_api
 from job.model.settings import Settings
-from job.model.workloads import Namespace, from_api
 
 log = logging.getLogger(__name__)
 
-#: what to do after a 409, from the object read again: a new action, None (nothing left), or why not
-Replan = Callable[[dict[str, Any]], Action | str | None]
-_EVENT = {Verb.FREEZE: ("Frozen", "froze"), Verb.RESTORE: ("Restored", "restored"),
-          Verb.PAUSE: ("Paused", "paused the ScaledObject"), Verb.RESUME: ("Resumed", "resumed the ScaledObject")}
+#: what a write becomes after a 409, from its object read again: a new action, None (nothing left to do), or
+#: why it cannot be done
+Again = Callable[[Write, dict[str, Any]], Action | str | None]
 
 
-@dataclass(slots=True)
-class ActionResult:
-    action: Action
-    outcome: str  # applied | dry-run | settled | gone | failed
-    message: str = ""
+def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Settings, again: Again) -> list[ActionResult]:
+    """Every step's writes, each step after the one before; results in the order of the writes, the ones a
+    failed earlier write held back after the others of their step."""
+    results: list[ActionResult] = []
+    done: dict[int, ActionResult] = {}
+    for step in steps:
+        blocked = [w for w in step if w.after is not None and id(w.after) in done
+                   and w.blocked_by(done[id(w.after)])]
+        held = {id(w) for w in blocked}
+        sendable = [w for w in step if id(w) not in held]
+        sent = _send_all(kube, sendable, settings=settings, again=again)
+        done.update((id(w.action), r) for w, r in zip(sendable, sent, strict=True))
+        results += sent
+        results += [ActionResult(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
+                    for w in blocked if w.held_back and w.after is not None]
+    return results
 
 
-def record_event(kube: Kube, *, now: dt.datetime, namespace: str, involved: dict[str, str], reason: str,
-                 message: str, warning: bool) -> None:
-    try:
-        kube.create_event(namespace=namespace, involved=involved, reason=reason, message=message, warning=warning,
-                          now=now)
-    except ApiError as exc:  # an Event is a courtesy: never fail a freeze for it
-        log.warning("could not record Event %s on %s: %s", reason, involved["name"], exc,
-                    extra={"event": "event-failed"})
+def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Again) -> list[ActionResult]:
+    """Only a few writes per thread are in flight at once (an executor's `map` would queue one future per
+    write: 40,000 of them in a large first run)."""
+    if not writes:
+        return []
+    results: list[ActionResult] = []
+    in_flight: deque[Future[ActionResult]] = deque()
+    window = settings.concurrency * 4
+    with ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="patch") as pool:
+        for write in writes:
+            if len(in_flight) >= window:
+                results.append(in_flight.popleft().result())
+            in_flight.append(pool.submit(_send, kube, write, settings=settings, again=again))
+        results += (f.result() for f in in_flight)
+    return results
 
 
-class Applier:
-    """Sends actions, concurrently; on 409 re-reads that one object and decides again."""
-
-    def __init__(self, kube: Kube, settings: Settings, *, policies: Sequence[Policy | InvalidPolicy],
-                 namespaces: Sequence[Namespace], now: dt.datetime, selection: Selection | None = None,
-                 excluded_owners: frozenset[tuple[str, str, str]] = frozenset()) -> None:
-        self.kube, self.settings, self.policies, self.namespaces, self.now = kube, settings, policies, namespaces, now
-        self.selection = selection  # the run's selection: a re-read workload is judged as the others were
-        self.excluded_owners = excluded_owners  # ... and so is its owner's exclude annotation
-        self._event_budget = threading.Semaphore(settings.workload_events_limit if settings.events else 0)
-
-    def replan_workload(self, action: Action) -> Replan:
-        """The planner's own decision about the object as it is now."""
-        def replan(fresh: dict[str, Any]) -> Action | str | None:
-            again = make_plan(self.policies, namespaces=self.namespaces,
-                              workloads=[from_api(action.workload.handling, fresh)], settings=self.settings,
-                              now=self.now, selection=self.selection, excluded_owners=self.excluded_owners)
-            if again.problems:
-                return again.problems[0].message
-            return again.actions[0] if again.actions else None
-        return replan
-
-    def apply(self, actions: list[Action], replans: list[Replan] | None = None) -> list[ActionResult]:
-        """`replans[i]` decides again for `actions[i]` after a 409 (default: the planner). Results come in
-        the order of `actions`; only a few actions per thread are in flight at once (an executor's `map`
-        would queue one future per action: 40,000 of them in a large first run)."""
-        if not actions:
-            return []
-        results: list[ActionResult] = []
-        in_flight: deque[Future[ActionResult]] = deque()
-        window = self.settings.concurrency * 4
-        with ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="patch") as pool:
-            for i, action in enumerate(actions):
-                if len(in_flight) >= window:
-                    results.append(in_flight.popleft().result())
-                in_flight.append(pool.submit(self._apply_one, action, replans[i] if replans else None))
-            results += (f.result() for f in in_flight)
-        return results
-
-    def _apply_one(self, action: Action, replan: Replan | None) -> ActionResult:
-        replan = replan or self.replan_workload(action)
-        for _ in range(self.settings.conflict_retries + 1):
-            handler, w = action.workload.handling, action.workload
+def _send(kube: Kube, write: Write, *, settings: Settings, again: Again) -> ActionResult:
+    action = write.action
+    for _ in range(settings.conflict_retries + 1):
+        handler, w = action.workload.handling, action.workload
+        try:
+            kube.patch(version=handler.api_version, plural=handler.plural, namespace=w.namespace, name=w.name,
+                       body=action.patch, dry_run=action.dry_run)
+        except Conflict:
             try:
-                self.kube.patch(version=handler.api_version, plural=handler.plural, namespace=w.namespace,
-                                name=w.name, body=action.patch, dry_run=action.dry_run)
-            except Conflict:
-                try:
-                    fresh = self.kube.get(version=handler.api_version, plural=handler.plural,
-                                          namespace=w.namespace, name=w.name)
-                    again = replan(fresh)
-                except ApiError as exc:
-                    return self._result(action, "gone" if exc.status == 404 else "failed", str(exc))
-                except MalformedRecord as exc:
-                    again = str(exc)
-                if isinstance(again, str):
-                    return self._result(action, "failed", again)
-                if again is None:
-                    return self._result(action, "settled", "changed concurrently; nothing left to do")
-                action = again
-                continue
+                fresh = kube.get(version=handler.api_version, plural=handler.plural, namespace=w.namespace,
+                                 name=w.name)
             except ApiError as exc:
-                if exc.status == 404:
-                    return self._result(action, "gone", "deleted during the run")
-                return self._result(action, "failed", str(exc))
-            return self._result(action, "dry-run" if action.dry_run else "applied")
-        return self._result(action, "failed", f"still conflicting after {self.settings.conflict_retries} re-reads")
+                return _logged(action, "gone" if exc.status == 404 else "failed", str(exc))
+            next_action = again(write, fresh)
+            if isinstance(next_action, str):
+                return _logged(action, "failed", next_action)
+            if next_action is None:
+                return _logged(action, "settled", "changed concurrently; nothing left to do")
+            action = next_action
+            continue
+        except ApiError as exc:
+            if exc.status == 404:
+                return _logged(action, "gone", "deleted during the run")
+            return _logged(action, "failed", str(exc))
+        return _logged(action, "dry-run" if action.dry_run else "applied")
+    return _logged(action, "failed", f"still conflicting after {settings.conflict_retries} re-reads")
 
-    def _result(self, action: Action, outcome: str, message: str = "") -> ActionResult:
-        w, handler = action.workload, action.workload.handling
-        before, after = handler.describe(w.size), handler.describe(action.after)
-        fields = {"event": action.verb.value, "outcome": outcome, "policy": action.policy, "namespace": w.namespace,
-                  "kind": w.kind.value, "workload": w.name, "before": before, "after": after, "reason": action.reason}
-        if outcome == "failed":
-            log.error("%s %s failed: %s", action.verb.value, w.ref, message, extra=fields)
-        else:
-            log.info("%s %s: %s -> %s (%s)%s", action.verb.value, w.ref, before, after, action.reason,
-                     f" [{outcome}]" if outcome != "applied" else "", extra=fields)
-        event = _EVENT.get(action.verb)
-        if outcome == "applied" and event and self._event_budget.acquire(blocking=False):
-            involved = {"apiVersion": handler.api_version, "kind": w.kind.short, "name": w.name,
-                        "namespace": w.namespace, "uid": w.uid}
-            record_event(self.kube, now=self.now, namespace=w.namespace, involved=involved, warning=False,
-                         reason=event[0], message=f"NSScaler {action.policy} {event[1]} {w.kind.short} {w.name}: "
-                                              f"{before} -> {after} ({action.reason})")
-        return ActionResult(action, outcome, message)
+
+def _logged(action: Action, outcome: str, message: str = "") -> ActionResult:
+    w, handler = action.workload, action.workload.handling
+    before, after = handler.describe(w.size), handler.describe(action.after)
+    fields = {"event": action.verb.value, "outcome": outcome, "policy": action.policy, "namespace": w.namespace,
+              "kind": w.kind.value, "workload": w.name, "before": before, "after": after, "reason": action.reason}
+    if outcome == "failed":
+        log.error("%s %s failed: %s", action.verb.value, w.ref, message, extra=fields)
+    else:
+        log.info("%s %s: %s -> %s (%s)%s", action.verb.value, w.ref, before, after, action.reason,
+                 f" [{outcome}]" if outcome != "applied" else "", extra=fields)
+    return ActionResult(action, outcome, message)
+
+
+def write_statuses(kube: Kube, bodies: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """Each NSScaler's status; returns, per policy, why its status could not be written. A policy deleted
+    during the run has no status to write, and that is no failure."""
+    failed = {}
+    for name, status in bodies:
+        try:
+            kube.patch_status(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=name, status=status)
+        except ApiError as exc:
+            if exc.status != 404:
+                failed[name] = str(exc)
+                log.error("could not write the status of NSScaler %s: %s", name, exc,
+                          extra={"event": "status-failed", "policy": name})
+    return failed
+
+
+def send_events(kube: Kube, events: Iterable[Event], *, now: dt.datetime) -> None:
+    for event in events:
+        try:
+            kube.create_event(namespace=event.namespace, involved=dict(event.involved), reason=event.reason,
+                              message=event.message, warning=event.warning, now=now)
+        except ApiError as exc:  # an Event is a courtesy: never fail a run for it
+            log.warning("could not record Event %s on %s: %s", event.reason, event.involved["name"], exc,
+                        extra={"event": "event-failed"})

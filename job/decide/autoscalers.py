@@ -18,12 +18,13 @@ Pure: decisions from the plan's workload actions and the observed autoscalers, n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from job.decide.plan import Action, Problem, Verb
-from job.model.kinds import Kind, MalformedRecord
+from job.decide.actions import Action, Problem, Verb
+from job.model.autoscalers import SCALED_OBJECTS, ScaledObject, scale_target, target_key
+from job.model.kinds import MalformedRecord
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_KEDA_PAUSED,
@@ -32,88 +33,10 @@ from job.model.marks import (
     LABEL_SCALED,
 )
 from job.model.policy import InvalidPolicy, Policy
-from job.model.workloads import Workload, from_api
+from job.model.workloads import Workload
 
-KEDA_GROUP = "keda.sh"
-KEDA_VERSION = "v1alpha1"
-HPA_API_VERSION = "autoscaling/v2"
-HPA_PLURAL = "horizontalpodautoscalers"
-SCALED_OBJECT = Kind("ScaledObject.keda.sh")
 #: the words by which a policy's status names an HPA with minReplicas 0 (written and read only here)
 _HPA_MIN_0 = "has minReplicas 0 and targets"
-
-
-@dataclass(frozen=True)
-class ScaledObjectHandler:
-    """A ScaledObject behind the kind interface (where it lives, its record, how it reads in logs).
-    `size` is 0 when paused at zero, else 1."""
-
-    kind: Kind = SCALED_OBJECT
-    group: str = KEDA_GROUP
-    version: str = KEDA_VERSION
-    plural: str = "scaledobjects"
-    record_key: str = ANNOTATION_ORIGINAL_PAUSED
-    owner_selects: frozenset[Kind] = frozenset()
-    freezes_controlled: bool = False
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    def size_of(self, obj: dict[str, Any]) -> int:
-        return 0 if _paused(obj) == "0" else 1
-
-    def frozen_body(self) -> dict[str, Any]:
-        return {"metadata": {"annotations": {ANNOTATION_KEDA_PAUSED: "0"}}}
-
-    def original_value(self, size: int) -> str:
-        raise NotImplementedError("a ScaledObject's record is its previous annotation, see pause_patch")
-
-    def restored_body(self, original: str) -> dict[str, Any]:
-        try:
-            value = json.loads(original)
-        except ValueError:
-            value = 0  # not a string: reported below
-        if value is not None and not isinstance(value, str):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_PAUSED}={original!r} is neither null nor a JSON string")
-        return {"metadata": {"annotations": {ANNOTATION_KEDA_PAUSED: value}}}
-
-    def restored_size(self, original: str) -> int:
-        return 0 if self.restored_body(original)["metadata"]["annotations"][ANNOTATION_KEDA_PAUSED] == "0" else 1
-
-    def describe(self, size: int | None) -> str:
-        return "unknown" if size is None else ("paused at 0" if size == 0 else "scaling")
-
-
-SCALED_OBJECTS = ScaledObjectHandler()
-
-
-def _paused(obj: dict[str, Any]) -> str | None:
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_KEDA_PAUSED)
-    return None if value is None else str(value)
-
-
-def _target(namespace: str, ref: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(namespace, group, kind, name) of a scaleTargetRef; KEDA and the HPA default to apps/v1 Deployment."""
-    api_version = str(ref.get("apiVersion") or "apps/v1")
-    group = api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
-    return namespace, group, str(ref.get("kind") or "Deployment"), str(ref.get("name", ""))
-
-
-def _key(w: Workload) -> tuple[str, str, str, str]:
-    return w.namespace, w.handling.group, w.kind.short, w.name
-
-
-@dataclass(frozen=True)
-class ScaledObject:
-    workload: Workload  # the ScaledObject itself, seen through the kind interface
-    paused: str | None
-    target: tuple[str, str, str, str]
-
-
-def scaled_object(obj: dict[str, Any]) -> ScaledObject:
-    w = from_api(SCALED_OBJECTS, obj)
-    return ScaledObject(w, _paused(obj), _target(w.namespace, (obj.get("spec") or {}).get("scaleTargetRef") or {}))
 
 
 def scaled_object_action(so: ScaledObject, trigger: Action) -> Action | None:
@@ -145,7 +68,7 @@ class KedaPlan:
 
 
 def plan_scaled_objects(actions: Sequence[Action], scaled_objects: Iterable[ScaledObject]) -> KedaPlan:
-    triggers = {_key(a.workload): a for a in actions if a.verb in (Verb.FREEZE, Verb.RESTORE)}
+    triggers = {target_key(a.workload): a for a in actions if a.verb in (Verb.FREEZE, Verb.RESTORE)}
     out = KedaPlan([], [], [])
     for so in scaled_objects:
         trigger = triggers.get(so.target)
@@ -173,16 +96,16 @@ def hpa_rechecks(policies: Sequence[Policy | InvalidPolicy], actions: Sequence[A
             if w.scaled_by is not None and w.scaled_by in named and w.has_record and w.key not in acted]
 
 
-def hpa_problems(actions: Sequence[Action], hpas: Iterable[dict[str, Any]], *,
+def hpa_problems(actions: Sequence[Action], hpas: Iterable[Mapping[str, Any]], *,
                  kept: Iterable[tuple[str, Workload]] = ()) -> list[Problem]:
     """HPAs with minReplicas 0 aimed at a workload being frozen, or kept frozen (`kept`, from `hpa_rechecks`):
     they can scale it up again."""
-    frozen = {_key(a.workload): (a.policy, a.workload) for a in actions if a.verb is Verb.FREEZE}
-    frozen |= {_key(w): (policy, w) for policy, w in kept}
+    frozen = {target_key(a.workload): (a.policy, a.workload) for a in actions if a.verb is Verb.FREEZE}
+    frozen |= {target_key(w): (policy, w) for policy, w in kept}
     problems = []
     for hpa in hpas:
         meta, spec = hpa.get("metadata") or {}, hpa.get("spec") or {}
-        target = frozen.get(_target(str(meta.get("namespace", "")), spec.get("scaleTargetRef") or {}))
+        target = frozen.get(scale_target(str(meta.get("namespace", "")), spec.get("scaleTargetRef") or {}))
         if target is None or int(spec.get("minReplicas", 1)) != 0:
             continue
         policy, workload = target

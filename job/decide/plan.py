@@ -26,73 +26,26 @@ Rules, in order of precedence:
 from __future__ import annotations
 
 import datetime as dt
-import enum
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from job.decide import selection as selection_api
+from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.model.kinds import Kind
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
-from job.model.workloads import (
-    Namespace,
-    Workload,
-    adopt_patch,
-    freeze_patch,
-    restore_patch,
-)
-
-
-class Verb(enum.StrEnum):
-    FREEZE = "freeze"
-    RESTORE = "restore"
-    ADOPT = "adopt"  # a frozen workload's record passes to the policy that holds its namespace now
-    PAUSE = "pause"  # the KEDA ScaledObject of a frozen workload stops scaling it
-    RESUME = "resume"  # ... and gets its own pause setting back before the workload is restored
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """One change to send. A freeze, restore or adoption builds its merge patch when it is sent (`patch`),
-    so a run that changes 40,000 workloads never holds 40,000 patches; other changes carry their `body`."""
-
-    verb: Verb
-    workload: Workload
-    policy: str
-    body: dict[str, Any] | None
-    after: int
-    reason: str
-    dry_run: bool
-
-    @property
-    def patch(self) -> dict[str, Any]:
-        if self.body is not None:
-            return self.body
-        if self.verb is Verb.FREEZE:
-            return freeze_patch(self.workload, policy=self.policy)
-        if self.verb is Verb.RESTORE:
-            return restore_patch(self.workload)
-        if self.verb is Verb.ADOPT:
-            return adopt_patch(self.workload, policy=self.policy)
-        raise ValueError(f"a {self.verb.value} action carries its body")
+from job.model.workloads import Namespace, Workload
 
 
 @dataclass(frozen=True)
-class Problem:
-    """Something the plan will not do and a user must look at (e.g. a malformed record)."""
-
-    policy: str
-    workload: Workload
-    message: str
-
-
-@dataclass
 class PolicyPlan:
-    """What the planner found for one policy; the reconciler adds what applying it achieved."""
+    """What the planner found for one policy. Its outcome (`job.decide.status.PolicyOutcome`) extends it with
+    what carrying the plan out achieved, so no finding is copied by hand from one to the other."""
 
     name: str
+    generation: int = 0
     held: list[str] = field(default_factory=list)
     active: list[str] = field(default_factory=list)
     kept_running_by: dict[str, list[str]] = field(default_factory=dict)
@@ -101,7 +54,7 @@ class PolicyPlan:
     kept_frozen: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     actions: list[Action]
     problems: list[Problem]
@@ -181,86 +134,125 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
         workloads = list(workloads)  # the slim views only: the owners must be known before their Jobs
     if excluded_owners is None:
         excluded_owners = excluded_owners_of(workloads)
-    valid = [p for p in policies if isinstance(p, Policy)]
-    by_name: dict[str, Policy | InvalidPolicy] = {p.name: p for p in policies}
     if selection is None:
         selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
-    verdicts = selection.verdicts
-    reports = {p.name: PolicyPlan(name=p.name) for p in valid}
-    for name, state in selection.policies.items():
-        if name in reports:
-            reports[name].held, reports[name].active = list(state.held), list(state.listed)
-            reports[name].kept_running_by = dict(state.kept_running_by)
-
+    judge = _Judge(by_name={p.name: p for p in policies}, selection=selection, excluded_owners=excluded_owners,
+                   settings=settings)
     actions: list[Action] = []
     problems: list[Problem] = []
-    reasons: dict[tuple[str, str], str] = {}
-
-    def reason(policy: str, namespace: str) -> str:
-        """One string per held namespace, shared by the freezes of its workloads (a first run plans 40,000)."""
-        if (policy, namespace) not in reasons:
-            reasons[policy, namespace] = selection.policies[policy].reason(namespace)
-        return reasons[policy, namespace]
-
+    tally: Counter[tuple[str, str]] = Counter()
     for workload in workloads:
-        found = verdicts.get(workload.namespace)
-        if found and found.untouchable:
-            continue
-        if workload.frozen_with_its_owner:
-            continue  # its owner is frozen instead; a record on it is the owner's, copied by its controller
+        judged = judge(workload)
+        if isinstance(judged, Action):
+            actions.append(judged)
+        elif isinstance(judged, Problem):
+            problems.append(judged)
+        elif judged is not None:
+            tally[judged] += 1
+    actions, cap_message = _within_cap(actions, settings)
+    return Plan(actions=actions, problems=problems, policies=_policy_plans(policies, selection, tally),
+                held_by=dict(selection.held_by), cap_message=cap_message, selection=selection,
+                excluded_owners=excluded_owners)
+
+
+#: what the planner counts for a policy about a workload it leaves alone
+_UNCHANGED, _EXCLUDED, _KEPT_FROZEN = "unchanged", "excluded", "kept_frozen"
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """The rules of this module's docstring, applied to one workload at a time: an Action, a Problem, a
+    (policy, count) to add to that policy's findings, or None (not nsscaler's business)."""
+
+    by_name: Mapping[str, Policy | InvalidPolicy]
+    selection: Selection
+    excluded_owners: frozenset[tuple[str, str, str]]
+    settings: Settings
+    #: one string per held namespace, shared by the freezes of its workloads (a first run plans 40,000)
+    reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def __call__(self, workload: Workload) -> Action | Problem | tuple[str, str] | None:
+        found = self.selection.verdicts.get(workload.namespace)
+        if (found and found.untouchable) or workload.frozen_with_its_owner:
+            return None  # a record on one frozen with its owner is the owner's, copied by its controller
         holder = found.holder_for(workload.selecting_kinds) if found else None
         owner_name = holder.name if holder else workload.scaled_by
         if owner_name is None:
-            continue  # neither held nor ours: not nsscaler's business
-        owner = by_name.get(owner_name)
-        report = reports.get(owner_name)
-        if workload.excluded or workload.owner_key in excluded_owners:
-            if report:
-                report.excluded += 1
-            continue
-        if workload.has_record and not workload.record_is_valid():
-            problems.append(Problem(owner_name, workload, (
-                f"malformed record on {workload.ref}: {workload.handling.record_key}="
-                f"{workload.original!r}; set it to the count to restore (or remove the record and "
-                f"the {workload.handling.record_key} annotation) by hand")))
-            continue
-        if workload.size is None:  # `sizes_needed` names every such workload: reading it whole failed
-            problems.append(Problem(owner_name, workload, f"{workload.ref}: could not read its size"))
-            continue
+            return None
+        if workload.excluded or workload.owner_key in self.excluded_owners:
+            return owner_name, _EXCLUDED
+        problem = _record_problem(workload, owner_name)
+        if problem is not None:
+            return problem
         if holder is not None:
-            dry_run = settings.dry_run or holder.spec.dry_run
-            if workload.size > 0:
-                why = ("scaled up again during the freeze" if workload.has_record
-                       else reason(holder.name, workload.namespace))
-                actions.append(Action(Verb.FREEZE, workload, holder.name, None, 0, why, dry_run))
-            elif workload.has_record and workload.scaled_by != holder.name:
-                actions.append(Action(Verb.ADOPT, workload, holder.name, None,
-                                      0, f"record passes from {workload.scaled_by} to {holder.name}", dry_run))
-            elif report:
-                report.unchanged += 1
-            continue
-        # Not held (for this kind): a workload we froze comes back, unless its policy says otherwise.
-        if isinstance(owner, InvalidPolicy):
-            continue  # never act on a policy we cannot read; its status says why
-        if owner is not None and (owner.spec.suspend or not owner.spec.restore):
-            if report:
-                report.kept_frozen += 1
-            continue
-        dry_run = settings.dry_run or (owner.spec.dry_run if owner else False)
-        restored = workload.handling.restored_size(workload.original or "")
-        actions.append(Action(Verb.RESTORE, workload, owner_name, None, restored,
-                              _restore_reason(workload, found, owner if isinstance(owner, Policy) else None,
-                                              selection), dry_run))
+            return self._hold(workload, holder)
+        return self._release(workload, owner_name, found)
 
-    cap_message = None
-    freezes = [a for a in actions if a.verb is Verb.FREEZE and not a.dry_run]
-    if settings.max_freeze is not None and len(freezes) > settings.max_freeze:
-        cap_message = (f"this run would freeze {len(freezes)} workloads, over the cap of {settings.max_freeze} "
-                       f"(--max-freeze / NSSCALER_MAX_FREEZE); nothing was frozen: check the policies, or raise "
-                       f"the cap")
-        actions = [a for a in actions if not (a.verb is Verb.FREEZE and not a.dry_run)]
-    return Plan(actions=actions, problems=problems, policies=reports, held_by=dict(selection.held_by),
-                cap_message=cap_message, selection=selection, excluded_owners=excluded_owners)
+    def _reason(self, policy: str, namespace: str) -> str:
+        if (policy, namespace) not in self.reasons:
+            self.reasons[policy, namespace] = self.selection.policies[policy].reason(namespace)
+        return self.reasons[policy, namespace]
+
+    def _hold(self, workload: Workload, holder: Policy) -> Action | tuple[str, str]:
+        dry_run = self.settings.dry_run or holder.spec.dry_run
+        if workload.size:
+            why = ("scaled up again during the freeze" if workload.has_record
+                   else self._reason(holder.name, workload.namespace))
+            return Action(Verb.FREEZE, workload, holder.name, None, 0, why, dry_run)
+        if workload.has_record and workload.scaled_by != holder.name:
+            return Action(Verb.ADOPT, workload, holder.name, None, 0,
+                          f"record passes from {workload.scaled_by} to {holder.name}", dry_run)
+        return holder.name, _UNCHANGED
+
+    def _release(self, workload: Workload, owner_name: str,
+                 found: Verdict | None) -> Action | tuple[str, str] | None:
+        """Not held (for this kind): a workload we froze comes back, unless its policy says otherwise."""
+        owner = self.by_name.get(owner_name)
+        if isinstance(owner, InvalidPolicy):
+            return None  # never act on a policy we cannot read; its status says why
+        if owner is not None and (owner.spec.suspend or not owner.spec.restore):
+            return owner_name, _KEPT_FROZEN
+        dry_run = self.settings.dry_run or (owner.spec.dry_run if owner else False)
+        restored = workload.handling.restored_size(workload.original or "")
+        return Action(Verb.RESTORE, workload, owner_name, None, restored,
+                      _restore_reason(workload, found, owner, self.selection), dry_run)
+
+
+def _record_problem(workload: Workload, owner_name: str) -> Problem | None:
+    if workload.has_record and not workload.record_is_valid():
+        return Problem(owner_name, workload, (
+            f"malformed record on {workload.ref}: {workload.handling.record_key}={workload.original!r}; set it "
+            f"to the count to restore (or remove the record and the {workload.handling.record_key} annotation) "
+            f"by hand"))
+    if workload.size is None:  # `sizes_needed` names every such workload: reading it whole failed
+        return Problem(owner_name, workload, f"{workload.ref}: could not read its size")
+    return None
+
+
+def _within_cap(actions: list[Action], settings: Settings) -> tuple[list[Action], str | None]:
+    """Rule 6: over the cap, no freeze at all (dry runs are not counted: they change nothing)."""
+    freezes = sum(1 for a in actions if a.verb is Verb.FREEZE and not a.dry_run)
+    if settings.max_freeze is None or freezes <= settings.max_freeze:
+        return actions, None
+    message = (f"this run would freeze {freezes} workloads, over the cap of {settings.max_freeze} "
+               f"(--max-freeze / NSSCALER_MAX_FREEZE); nothing was frozen: check the policies, or raise the cap")
+    return [a for a in actions if not (a.verb is Verb.FREEZE and not a.dry_run)], message
+
+
+def _policy_plans(policies: Sequence[Policy | InvalidPolicy], selection: Selection,
+                  tally: Counter[tuple[str, str]]) -> dict[str, PolicyPlan]:
+    plans = {}
+    for p in policies:
+        if not isinstance(p, Policy):
+            continue
+        state = selection.policies.get(p.name)
+        plans[p.name] = PolicyPlan(
+            name=p.name, generation=p.generation,
+            held=list(state.held) if state else [], active=list(state.listed) if state else [],
+            kept_running_by=dict(state.kept_running_by) if state else {},
+            unchanged=tally[p.name, _UNCHANGED], excluded=tally[p.name, _EXCLUDED],
+            kept_frozen=tally[p.name, _KEPT_FROZEN])
+    return plans
 
 
 def kinds_in_use(policies: Sequence[Policy | InvalidPolicy]) -> frozenset[Kind]:

@@ -31,21 +31,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.model.kinds import BUILTIN_GROUPS, FOLLOWED, FREEZES_CONTROLLED
 from job.model.marks import ANNOTATION_EXCLUDE, EXCLUDE_FIX, LABEL_SCALED
 
-#: Kinds whose objects are read to follow a chain: kind -> (apiVersion, plural).
-LISTABLE: dict[str, tuple[str, str]] = {
-    "ReplicaSet": ("apps/v1", "replicasets"),
-    "Deployment": ("apps/v1", "deployments"),
-    "StatefulSet": ("apps/v1", "statefulsets"),
-    "DaemonSet": ("apps/v1", "daemonsets"),
-    "Job": ("batch/v1", "jobs"),
-    "CronJob": ("batch/v1", "cronjobs"),
-}
+#: Kinds whose objects are read to follow a chain: kind -> (apiVersion, plural), from the kind registry.
+LISTABLE: Mapping[str, tuple[str, str]] = {kind: (h.api_version, h.plural) for kind, h in FOLLOWED.items()}
 #: Up to this many namespaces a kind is LISTed namespace by namespace; beyond it, once cluster-wide.
 NAMESPACED_LISTS_MAX = 4
 _MAX_DEPTH = 8  # owner chains are two or three links long; this only guards against a reference loop
-_BUILTIN_GROUPS = frozenset({"", "apps", "batch"})
 _UNFROZEN = {"DaemonSet": "DaemonSets", "Pod": "bare Pods", "Node": "static Pods"}  # a static Pod's owner is its Node
 
 
@@ -84,7 +77,7 @@ class Remaining:
 
 def kind_of(kind: str, api_version: str) -> str:
     group = api_version.rpartition("/")[0]
-    return kind if group in _BUILTIN_GROUPS else f"{kind}.{group}"
+    return kind if group in BUILTIN_GROUPS else f"{kind}.{group}"
 
 
 def reduce(kind: str, meta: Mapping[str, Any]) -> Meta:
@@ -203,7 +196,8 @@ def explain(links: list[tuple[Ref, Meta | None]], *, view: PolicyView, errors: M
         return f"could not read its {unread.kind}: {errors[unread.kind]}; the next run tries again"
     if root.kind in _UNFROZEN:
         return (f"nsscaler does not freeze {_UNFROZEN[root.kind]}: {EXCLUDE_FIX}, or remove it")
-    if root.kind in view.kinds or ("Job" in view.kinds and any(ref.kind == "Job" for ref, _ in links)):
+    passes = {ref.kind for ref, _ in links} & FREEZES_CONTROLLED
+    if root.kind in view.kinds or passes & view.kinds:
         if view.dry_run:
             return "not frozen: dry run"
         if view.capped:

@@ -8,10 +8,12 @@ counts and capped name lists that make `kubectl get` and `kubectl describe` answ
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from job.decide.gitops import Revert
+from job.decide.plan import PolicyPlan
 from job.decide.pods import Remaining
 from job.decide.selection import PolicySelection
 
@@ -35,26 +37,19 @@ MAX_REVERTED_IN_STATUS = 5
 OWNERS_IN_MESSAGE = 3
 
 
-@dataclass
-class PolicyOutcome:
-    """Everything one run learned and did for one NSScaler."""
+@dataclass(frozen=True)
+class PolicyOutcome(PolicyPlan):
+    """Everything one run learned and did for one NSScaler: the planner's findings (`PolicyPlan`, extended
+    rather than copied), then what carrying them out achieved and what the Pod census found."""
 
-    name: str
-    generation: int
     uid: str = ""
     previous_status: dict[str, Any] = field(default_factory=dict)
     invalid: str | None = None
     suspended: bool = False
     dry_run: bool = False
-    held: list[str] = field(default_factory=list)
-    active: list[str] = field(default_factory=list)
-    kept_running_by: dict[str, list[str]] = field(default_factory=dict)
     frozen: int = 0
     restored: int = 0
     adopted: int = 0
-    unchanged: int = 0
-    excluded: int = 0
-    kept_frozen: int = 0
     failures: list[str] = field(default_factory=list)
     #: Pods in held namespaces that block `done` (their owners, and why, in `remaining`)
     pods_left: int = 0
@@ -185,9 +180,17 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
                              for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
-        "remaining": [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason}
-                      for r in outcome.remaining[:list_limit]],
-        "reverted": [{"namespace": r.namespace, "workload": f"{r.kind}/{r.name}", "manager": r.manager or "",
-                      **({"gitOps": r.tool} if r.tool else {}), "fix": r.fix}
-                     for r in outcome.reverted[:MAX_REVERTED_IN_STATUS]],
+        "remaining": remaining_entries(outcome.remaining[:list_limit]),
+        "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
     }
+
+
+def remaining_entries(remaining: Iterable[Remaining]) -> list[dict[str, Any]]:
+    """`status.remaining` and the JSON report's `remaining`: one shape, defined once."""
+    return [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason} for r in remaining]
+
+
+def reverted_entries(reverted: Iterable[Revert]) -> list[dict[str, Any]]:
+    """`status.reverted` and the JSON report's `reverted`: one shape, defined once."""
+    return [{"namespace": r.namespace, "workload": f"{r.kind}/{r.name}", "manager": r.manager or "",
+             **({"gitOps": r.tool} if r.tool else {}), "fix": r.fix} for r in reverted]

@@ -98,6 +98,10 @@ class KindHandler(Protocol):
     def freezes_controlled(self) -> bool:
         """Frozen even with a controller owner (a Job keeps running when its CronJob is suspended)."""
     @property
+    def followed(self) -> bool:
+        """LISTed by the Pod census to follow owner chains (else the run's own reads seed it, or the chain
+        ends there)."""
+    @property
     def api_version(self) -> str: ...
     def size_of(self, obj: dict[str, Any]) -> int: ...
     def frozen_body(self) -> dict[str, Any]: ...
@@ -143,6 +147,7 @@ class ReplicasHandler(_Served):
     record_key: str = ANNOTATION_ORIGINAL_REPLICAS
     owner_selects: frozenset[Kind] = frozenset()
     freezes_controlled: bool = False
+    followed: bool = False
 
     def size_of(self, obj: dict[str, Any]) -> int:
         value: Any = obj
@@ -191,6 +196,7 @@ class SuspendHandler(_Served):
     record_key: str = ANNOTATION_ORIGINAL_SUSPEND
     owner_selects: frozenset[Kind] = frozenset()
     freezes_controlled: bool = False
+    followed: bool = False
 
     def size_of(self, obj: dict[str, Any]) -> int:
         return 1 if self.running(obj) else 0
@@ -213,16 +219,29 @@ class SuspendHandler(_Served):
         return "unknown" if size is None else ("active" if size else "suspended")
 
 
+#: The registry of built-in kinds: where each lives, how it is frozen, whose selection freezes it, and
+#: whether the Pod census LISTs it to follow owner chains. ReplicationControllers are not followed: a run
+#: that freezes them reads them whole already, and seeds the census with them.
 BUILTIN: Mapping[Kind, KindHandler] = {
-    Kind.DEPLOYMENT: ReplicasHandler(Kind.DEPLOYMENT, "apps", "v1", "deployments"),
-    Kind.STATEFULSET: ReplicasHandler(Kind.STATEFULSET, "apps", "v1", "statefulsets"),
-    Kind.REPLICASET: ReplicasHandler(Kind.REPLICASET, "apps", "v1", "replicasets"),
+    Kind.DEPLOYMENT: ReplicasHandler(Kind.DEPLOYMENT, "apps", "v1", "deployments", followed=True),
+    Kind.STATEFULSET: ReplicasHandler(Kind.STATEFULSET, "apps", "v1", "statefulsets", followed=True),
+    Kind.REPLICASET: ReplicasHandler(Kind.REPLICASET, "apps", "v1", "replicasets", followed=True),
     Kind.REPLICATIONCONTROLLER: ReplicasHandler(Kind.REPLICATIONCONTROLLER, "", "v1", "replicationcontrollers"),
-    Kind.CRONJOB: SuspendHandler(Kind.CRONJOB, "batch", "v1", "cronjobs", _not_suspended),
+    Kind.CRONJOB: SuspendHandler(Kind.CRONJOB, "batch", "v1", "cronjobs", _not_suspended, followed=True),
     # A suspended CronJob does not stop the Job it already started: selecting CronJob selects its Jobs too.
     Kind.JOB: SuspendHandler(Kind.JOB, "batch", "v1", "jobs", _job_running,
-                             owner_selects=frozenset({Kind.CRONJOB}), freezes_controlled=True),
+                             owner_selects=frozenset({Kind.CRONJOB}), freezes_controlled=True, followed=True),
 }
+#: Owners of Pods that nsscaler does not freeze, followed all the same to say why their Pods run.
+UNFROZEN_OWNERS: Mapping[str, _Served] = {"DaemonSet": _Served(Kind("DaemonSet"), "apps", "v1", "daemonsets")}
+#: What the census LISTs to follow a Pod's owner chain: kind -> where it lives.
+FOLLOWED: Mapping[str, _Served | KindHandler] = {
+    **{str(k): h for k, h in BUILTIN.items() if h.followed}, **UNFROZEN_OWNERS}
+#: The API groups of the built-in kinds: an owner reference outside them names a custom kind
+#: (`Rollout.argoproj.io`).
+BUILTIN_GROUPS = frozenset(h.group for h in BUILTIN.values())
+#: Kinds frozen even under a controller: a Pod whose chain passes through one stops when it is frozen.
+FREEZES_CONTROLLED = frozenset(str(k) for k, h in BUILTIN.items() if h.freezes_controlled)
 
 
 def selecting_kinds(handler: KindHandler, controller: str | None) -> frozenset[Kind]:

@@ -15,7 +15,7 @@ import requests
 import yaml
 
 from job.model.settings import Settings
-from job.run import required_access
+from job.cluster.access import required_access
 from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import ROOT, kubectl, make_family

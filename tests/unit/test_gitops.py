@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from job.cluster.write import ActionResult
 from job.decide import drain, gitops
-from job.decide.plan import Action, Verb, make_plan
+from job.decide.actions import Action, ActionResult, Verb
+from job.decide.plan import make_plan
 from job.model import managed
 from job.model.kinds import resolve
 from job.model.workloads import Kind, Workload, from_api

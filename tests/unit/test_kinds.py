@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from job.cluster.read import required_access
-from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object
-from job.decide.plan import Verb, make_plan
+from job.cluster.access import required_access
+from job.decide.actions import Verb
+from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects
+from job.decide.plan import make_plan
 from job.model import policy as policy_api
+from job.model.autoscalers import scaled_object
 from job.model.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED, ANNOTATION_SCALED_BY, LABEL_SCALED
 from job.model.workloads import from_api

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from job.cluster import read as observe
+from job.decide import reads
 from job.decide import listing
 from job.decide.listing import Fetch
 from job.decide.plan import excluded_owners_of, select, sizes_needed
@@ -112,5 +112,5 @@ def test_a_family_is_the_namespaces_a_policy_may_hold():
     found = namespaces("shop-v1", "shop-v2", "shop-v3", "blog-v1", "blog-v2", "misc")
     policies = [policy("shop", "shop-", ["v3"]), policy("blog", "blog-", ["v1"], keep_recent=1),
                 policy("off", "misc", [], suspend=True)]
-    family = observe.families(policies, [BUILTIN[Kind.DEPLOYMENT]], found)
+    family = reads.families(policies, [BUILTIN[Kind.DEPLOYMENT]], found)
     assert family == {Kind.DEPLOYMENT: frozenset({"shop-v1", "shop-v2", "blog-v1", "blog-v2"})}

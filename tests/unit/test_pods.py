@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from job.cluster.write import ActionResult
 from job.decide import drain, pods
-from job.decide.plan import Action, Verb
+from job.decide.actions import Action, ActionResult, Verb
 from job.decide.pods import Census, Meta, PolicyView, Ref
 from job.model.workloads import Kind
 from tests.unit.factories import workload

@@ -6,11 +6,12 @@ import datetime as dt
 import io
 import json
 
+from job.decide.actions import ActionResult
 from job.decide.plan import make_plan
 from job.decide.status import PolicyOutcome
 from job.model.workloads import Namespace
 from job.report import as_json, plan_table, write_json
-from job.run import ActionResult, RunReport
+from job.run import RunReport
 from tests.unit.factories import policy, settings, workload
 
 NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from job.decide.plan import Verb, make_plan
+from job.decide.actions import Verb
+from job.decide.plan import make_plan
 from job.decide.selection import activity, select
 from job.decide.status import REASON_EXPIRED, PolicyOutcome, build_status
 from job.model.activity import Change, last_user_change

@@ -1,0 +1,76 @@
+"""What a run may do: the permissions it needs, one access review before it starts, and the one-line message
+of a run that cannot start (what to do, exit 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from job.cluster.kube import Access, Kube
+from job.decide import pods
+from job.errors import ApiError, StartupError
+from job.model import policy as policy_api
+from job.model.autoscalers import HPA_PLURAL, SCALED_OBJECTS
+from job.model.kinds import BUILTIN, KindHandler
+from job.model.marks import AGGREGATE_LABEL
+from job.model.settings import Settings
+
+CRD_PLURAL = "customresourcedefinitions"
+_WORKLOAD_VERBS = ("list", "get", "patch")
+
+
+def _kind_access(handler: KindHandler) -> list[Access]:
+    return [Access(handler.group, handler.plural, verb) for verb in _WORKLOAD_VERBS]
+
+
+def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -> list[Access]:
+    """Exactly what a run calls; the ClusterRole in kustomize/base grants this (for built-in kinds) and
+    nothing more. A custom kind a policy names adds its own three verbs, granted by a small ClusterRole
+    that the aggregation label folds into nsscaler's."""
+    needed = [Access(policy_api.GROUP, policy_api.PLURAL, "list"), Access("", "namespaces", "list"),
+              Access("", "pods", "list"), Access("apiextensions.k8s.io", CRD_PLURAL, "list"),
+              Access("autoscaling", HPA_PLURAL, "list"), *_kind_access(SCALED_OBJECTS)]
+    for handler in [*BUILTIN.values(), *custom]:
+        needed += _kind_access(handler)
+    # Why Pods still run: metadata-only LISTs of their owners (job/pods.py), only when some remain.
+    needed += [Access(api_version.rpartition("/")[0], plural, "list")
+               for api_version, plural in pods.LISTABLE.values()]
+    if not settings.dry_run:
+        needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
+        if settings.events:
+            needed.append(Access("", "events", "create"))
+    return list(dict.fromkeys(needed))  # once each, however many reasons ask for it
+
+
+def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] = ()) -> None:
+    """One access review: names what is missing, per custom kind, and how to grant it."""
+    custom = list(custom)
+    try:
+        missing = kube.missing_access(required_access(settings, custom=custom),
+                                      namespace=settings.own_namespace or "default")
+    except ApiError as exc:
+        raise startup_error(kube, exc) from None
+    if not missing:
+        return
+    per_kind = {h.kind: [a for a in missing if a in _kind_access(h)] for h in custom}
+    base = [a for a in missing if not any(a in found for found in per_kind.values())]
+    parts = []
+    if base:
+        parts.append(f"missing RBAC permissions: {', '.join(map(str, base))}; apply the ClusterRole from "
+                     f"kustomize/base (kubectl apply -k kustomize/overlays/prod)")
+    for kind, lacking in sorted(per_kind.items()):
+        if lacking:
+            parts.append(f"kind {kind} (selected by a policy) needs {', '.join(map(str, lacking))}: apply a "
+                         f"ClusterRole labelled {AGGREGATE_LABEL}=true that grants list, get and patch on it "
+                         f"(README: Custom kinds)")
+    raise StartupError("; ".join(parts))
+
+
+def startup_error(kube: Kube, exc: ApiError) -> StartupError:
+    if exc.status == 0:
+        return StartupError(f"{exc.message}; check --kubeconfig/--context and that the cluster is up")
+    if exc.status == 401:
+        return StartupError(f"the API server at {kube.server} rejected the credentials (401): renew the "
+                            f"token or certificate in the kubeconfig")
+    return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
+
+

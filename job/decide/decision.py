@@ -1,0 +1,135 @@
+"""One pure pass from a snapshot to every write of a run (`decide`), and the same rules for one object read
+again after a 409 (`again`). No I/O, no clock: `now` is the run's instant, given.
+
+The writes come in three steps, each sent concurrently once the one before it is done:
+1. the KEDA ScaledObjects of the workloads to restore are resumed, before their workloads come back (a
+   resume that fails holds its restore back: a workload restored while KEDA holds it at 0 loses its count);
+2. the workloads' own changes: freezes, restores, adoptions;
+3. the ScaledObjects of the workloads frozen in step 2 are paused (only of those whose freeze went through).
+An interrupted run therefore leaves either a frozen workload whose ScaledObject still scales (the next run
+freezes it again and pauses it) or a resumed ScaledObject whose workload still carries its record (the
+next run restores it); never a record lost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from job.decide import drain, pods
+from job.decide.actions import Action, ActionResult, Problem, Verb
+from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
+from job.decide.plan import Plan, excluded_owners_of, make_plan, select
+from job.model.autoscalers import scaled_object
+from job.model.kinds import MalformedRecord
+from job.model.settings import Settings
+from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers, Snapshot
+from job.model.workloads import from_api
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One PATCH to send. `trigger`: the workload change a ScaledObject's pause or resume goes with (a 409 on
+    it is decided again from that change). `after`: the write this one waits for in an earlier step; a
+    pause is dropped unless its freeze was applied, a restore fails with `held_back` if its resume failed."""
+
+    action: Action
+    trigger: Action | None = None
+    after: Action | None = None
+    held_back: str = ""
+
+    def blocked_by(self, done: ActionResult) -> bool:
+        """Whether the result of the write this one waits for stops it."""
+        if self.action.verb is Verb.PAUSE:
+            return done.outcome not in ("applied", "dry-run")
+        return done.outcome == "failed"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Everything a run decided before writing: the plan, the writes in their steps, the changes refused
+    without a write, every problem, and what the Pod census starts from."""
+
+    plan: Plan
+    steps: tuple[tuple[Write, ...], ...] = ()
+    refused: tuple[ActionResult, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    #: what the read stage must add to the snapshot before this decision can be carried out
+    needs: frozenset[str] = frozenset()
+    #: per policy: the workloads it would freeze that Argo CD or Flux manages
+    gitops_managed: Counter[str] = field(default_factory=Counter)
+    #: owners the census cannot LIST (ReplicationControllers, custom kinds), known from the snapshot
+    census_seed: tuple[pods.Meta, ...] = ()
+
+
+def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime) -> Decision:
+    """Every write of one run, from what it read. Deterministic: the same snapshot, settings and instant
+    give the same decision. Where carrying it out needs the autoscalers and the snapshot has none yet,
+    the decision says so (`needs`) and holds no write."""
+    workloads = snapshot.workloads
+    selection = select(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
+                       now=now)
+    plan = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
+                     now=now, selection=selection, excluded_owners=excluded_owners_of(workloads))
+    kept = hpa_rechecks(snapshot.policies, plan.actions, workloads)
+    freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
+    changes = bool(freezes) or any(a.verb is Verb.RESTORE for a in plan.actions)
+    needs = (frozenset({NEED_SCALED_OBJECTS} if changes else ())
+             | frozenset({NEED_HPAS} if freezes or kept else ()))
+    managed = drain.gitops_managed(snapshot.policies, plan=plan, workloads=workloads)
+    seed = tuple(drain.known_owners(workloads, plan.held_by))
+    if needs and snapshot.autoscalers is None:
+        return Decision(plan=plan, needs=needs, gitops_managed=managed, census_seed=seed)
+    found = snapshot.autoscalers or Autoscalers()
+    steps, refused, keda_problems = _steps(plan, found)
+    problems = (*plan.problems, *_hpa_problems(freezes, kept, found), *keda_problems)
+    return Decision(plan=plan, steps=steps, refused=refused, problems=problems, gitops_managed=managed,
+                    census_seed=seed)
+
+
+def _steps(plan: Plan, found: Autoscalers) -> tuple[tuple[tuple[Write, ...], ...], tuple[ActionResult, ...],
+                                                        list[Problem]]:
+    restores = [a for a in plan.actions if a.verb is Verb.RESTORE]
+    if found.scaled_objects_error is not None:
+        # restoring while a ScaledObject might hold the workload at 0 could lose its count
+        why = f"not restored: the KEDA ScaledObjects could not be read ({found.scaled_objects_error})"
+        refused = tuple(ActionResult(a, "failed", why) for a in restores)
+        return ((), tuple(Write(a) for a in plan.actions if a.verb is not Verb.RESTORE), ()), refused, []
+    keda = plan_scaled_objects(plan.actions, found.scaled_objects)
+    resumed = {id(trigger): resume for resume, trigger in keda.resumes}
+    workload_writes = tuple(
+        Write(a, after=resumed[id(a)], held_back=f"not restored: its ScaledObject {resumed[id(a)].workload.name} "
+                                                 f"could not be resumed") if id(a) in resumed else Write(a)
+        for a in plan.actions)
+    return (tuple(Write(resume, trigger=trigger) for resume, trigger in keda.resumes), workload_writes,
+            tuple(Write(pause, trigger=trigger, after=trigger) for pause, trigger in keda.pauses)), (), keda.problems
+
+
+def _hpa_problems(freezes: list[Action], kept: list[tuple[str, Any]], found: Autoscalers) -> list[Problem]:
+    if not freezes and not kept:
+        return []
+    if found.hpas_error is not None:
+        first = [(a.policy, a.workload) for a in freezes[:1]] or kept[:1]
+        return [Problem(policy, w, f"could not read HPAs: {found.hpas_error}") for policy, w in first]
+    return hpa_problems(freezes, found.hpas, kept=kept)
+
+
+def again(write: Write, fresh: dict[str, Any], *, decision: Decision, snapshot: Snapshot, settings: Settings,
+          now: dt.datetime) -> Action | str | None:
+    """After a 409: what `write` becomes, decided from its object as it is now by the same rules and the
+    run's own selection (a new action; None: nothing left to do; a string: why it cannot be done)."""
+    try:
+        if write.trigger is not None:
+            return scaled_object_action(scaled_object(fresh), write.trigger)
+        workload = from_api(write.action.workload.handling, fresh)
+        plan = decision.plan
+        replanned = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=[workload],
+                              settings=settings, now=now, selection=plan.selection,
+                              excluded_owners=plan.excluded_owners)
+    except MalformedRecord as exc:
+        return str(exc)
+    if replanned.problems:
+        return replanned.problems[0].message
+    return replanned.actions[0] if replanned.actions else None

@@ -1,0 +1,84 @@
+"""The Kubernetes Events of a run, as a list (pure): what to say, about which object, within the budget.
+
+They are built once the run knows what happened (the write results and every policy's outcome) and sent
+from one place (`job.cluster.write.send_events`). An Event is a courtesy: the logs and the statuses carry
+the same facts, so the budget (`--workload-events-limit`) only bounds how much a large run writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from job.decide import drain
+from job.decide.actions import ActionResult, Verb
+from job.decide.status import PolicyOutcome
+from job.model import policy as policy_api
+from job.model.settings import Settings
+
+#: where Events about cluster-scoped objects (the NSScalers) go, as kubectl expects
+CLUSTER_EVENTS_NAMESPACE = "default"
+#: the Warning Event on a frozen workload found scaled up again
+REASON_REVERTED = "ScaledUpWhileFrozen"
+_CHANGE = {Verb.FREEZE: ("Frozen", "froze"), Verb.RESTORE: ("Restored", "restored"),
+           Verb.PAUSE: ("Paused", "paused the ScaledObject"), Verb.RESUME: ("Resumed", "resumed the ScaledObject")}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    namespace: str
+    involved: Mapping[str, str]
+    reason: str
+    message: str
+    warning: bool = False
+
+
+def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *, settings: Settings) -> list[Event]:
+    """Every Event of a run: one per applied change and one per revert (each within the workload budget),
+    then one or two per policy."""
+    if not settings.events:
+        return []
+    limit = settings.workload_events_limit
+    return [*changes(results)[:limit], *reverts(list(results))[:limit], *of_policies(outcomes)]
+
+
+def changes(results: Iterable[ActionResult]) -> list[Event]:
+    """A Normal Event on each workload or ScaledObject that a change was applied to."""
+    events = []
+    for r in results:
+        said = _CHANGE.get(r.action.verb)
+        if r.outcome != "applied" or said is None:
+            continue
+        w, handler = r.action.workload, r.action.workload.handling
+        before, after = handler.describe(w.size), handler.describe(r.action.after)
+        events.append(Event(w.namespace, _involved(w.kind.short, handler.api_version, w.name, w.namespace, w.uid),
+                            said[0], f"NSScaler {r.action.policy} {said[1]} {w.kind.short} {w.name}: {before} -> "
+                                     f"{after} ({r.action.reason})"))
+    return events
+
+
+def reverts(results: list[ActionResult]) -> list[Event]:
+    """A Warning Event on each frozen workload found scaled up again and frozen again."""
+    return [Event(involved["namespace"], involved, REASON_REVERTED, message, warning=True)
+            for involved, message in drain.report_reverts(results)]
+
+
+def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
+    """On each NSScaler: a Warning when it failed or is invalid, a Normal one when it changed something."""
+    events = []
+    for outcome in outcomes:
+        involved = {"apiVersion": policy_api.API_VERSION, "kind": "NSScaler", "name": outcome.name,
+                    "uid": outcome.uid}
+        if not outcome.ok:
+            reason = "InvalidSpec" if outcome.invalid else "ReconcileFailed"
+            detail = outcome.invalid or outcome.cap_message or "; ".join(outcome.failures[:3])
+            events.append(Event(CLUSTER_EVENTS_NAMESPACE, involved, reason, detail, warning=True))
+        if outcome.frozen or outcome.restored:
+            events.append(Event(CLUSTER_EVENTS_NAMESPACE, involved, "Reconciled",
+                                f"froze {outcome.frozen} and restored {outcome.restored} workloads; "
+                                f"{len(outcome.held)} namespaces held"))
+    return events
+
+
+def _involved(kind: str, api_version: str, name: str, namespace: str, uid: str) -> dict[str, str]:
+    # the object's own `kind:` (Rollout, not Rollout.argoproj.io), or `kubectl describe` misses the Event
+    return {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace, "uid": uid}

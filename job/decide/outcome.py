@@ -1,0 +1,87 @@
+"""What a run achieved, policy by policy (pure): the decision, the write results and the Pod census composed
+into each NSScaler's outcome, from which its status (`job.decide.status`) and the report are built."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+
+from job.decide import drain, pods
+from job.decide.actions import ActionResult, Verb
+from job.decide.decision import Decision
+from job.decide.gitops import Revert
+from job.decide.plan import PolicyPlan
+from job.decide.status import PolicyOutcome
+from job.model.policy import InvalidPolicy, Policy
+from job.model.settings import Settings
+
+_COUNTED = {Verb.FREEZE: "frozen", Verb.RESTORE: "restored", Verb.ADOPT: "adopted"}
+
+
+@dataclass(frozen=True)
+class Census:
+    """What the run's second read found: the Pods of held namespaces, or why they could not be read."""
+
+    pods: pods.Census
+    unknown: str | None = None
+
+
+def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, results: Sequence[ActionResult],
+             census: Census, settings: Settings) -> list[PolicyOutcome]:
+    """One outcome per policy, in the order of `policies`."""
+    failed = drain.failed_refs(results, decision.problems)
+    reverts = drain.reverts(list(results))
+    out = []
+    for p in policies:
+        if isinstance(p, InvalidPolicy):
+            out.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status,
+                                     invalid=p.message))
+            continue
+        out.append(_outcome(p, decision=decision, results=results, census=census, settings=settings,
+                            failed=failed, reverted=[r for r in reverts if r.policy == p.name]))
+    return out
+
+
+def _outcome(policy: Policy, *, decision: Decision, results: Sequence[ActionResult], census: Census,
+             settings: Settings, failed: dict[pods.Ref, str], reverted: list[Revert]) -> PolicyOutcome:
+    plan = decision.plan
+    found = plan.policies[policy.name]
+    dry_run = settings.dry_run or policy.spec.dry_run
+    cap_message = plan.cap_message if not policy.spec.suspend else None
+    view = pods.PolicyView(kinds=frozenset(str(k) for k in policy.kinds), dry_run=dry_run,
+                           capped=cap_message is not None, failures=failed)
+    remaining, pods_excluded = pods.tally(census.pods, found.held, view=view)
+    counts, failures = _counted(policy.name, results)
+    failures += [pr.message for pr in decision.problems if pr.policy == policy.name]
+    findings = {f.name: getattr(found, f.name) for f in fields(PolicyPlan)}
+    findings["unchanged"] += counts["unchanged"]
+    return PolicyOutcome(
+        **findings, frozen=counts["frozen"], restored=counts["restored"], adopted=counts["adopted"],
+        uid=policy.uid, previous_status=policy.status, suspended=policy.spec.suspend, dry_run=dry_run,
+        failures=failures, pods_left=sum(r.pods for r in remaining), pods_excluded=pods_excluded,
+        remaining=remaining, pods_unknown=census.unknown if found.held else None, reverted=reverted,
+        gitops_managed=decision.gitops_managed[policy.name], cap_message=cap_message,
+        selection=plan.selection.policies.get(policy.name) if plan.selection is not None else None)
+
+
+def _counted(policy: str, results: Sequence[ActionResult]) -> tuple[Counter[str], list[str]]:
+    """Per outcome field, how many of the policy's changes went through; and the failed ones, in words."""
+    counts: Counter[str] = Counter()
+    failures = []
+    for r in results:
+        if r.action.policy != policy:
+            continue
+        if r.outcome in ("applied", "dry-run"):
+            if r.action.verb in _COUNTED:
+                counts[_COUNTED[r.action.verb]] += 1
+        elif r.outcome == "failed":
+            failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {r.message}")
+        else:
+            counts["unchanged"] += 1
+    return counts, failures
+
+
+def with_status_failure(outcome: PolicyOutcome, error: str) -> PolicyOutcome:
+    """The outcome of a policy whose status could not be written: that is a failure of the run too."""
+    return replace(outcome, failures=[*outcome.failures, f"writing status: {error}"])
