@@ -9,7 +9,7 @@ import sys
 from typing import IO, Any, TextIO
 
 from job.decide.actions import ActionResult, Verb
-from job.decide.status import PolicyOutcome
+from job.decide.status import PolicyOutcome, remaining_entries, reverted_entries
 from job.run import RunReport
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -127,10 +127,8 @@ def as_json(report: RunReport, *, with_actions: bool = True) -> dict[str, Any]:
             "excluded": p.excluded, "keptFrozen": p.kept_frozen, "podsLeft": p.pods_left, "failures": p.failures,
             "capExceeded": p.cap_message, "holding": p.holding, "podsExcluded": p.pods_excluded,
             "gitOpsManaged": p.gitops_managed,
-            "remaining": [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason}
-                          for r in p.remaining],
-            "reverted": [{"namespace": r.namespace, "kind": r.kind, "name": r.name, "manager": r.manager,
-                          "gitOps": r.tool, "fix": r.fix} for r in p.reverted],
+            "remaining": remaining_entries(p.remaining),
+            "reverted": reverted_entries(p.reverted),
             **_selection_json(p),
         } for p in report.policies],
         "actions": [_action_json(r) for r in report.results] if with_actions else [],

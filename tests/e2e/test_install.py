@@ -14,8 +14,8 @@ import pytest
 import requests
 import yaml
 
-from job.model.settings import Settings
 from job.cluster.access import required_access
+from job.model.settings import Settings
 from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import ROOT, kubectl, make_family

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from job.decide import reads
-from job.decide import listing
+from job.decide import listing, reads
 from job.decide.listing import Fetch
 from job.decide.plan import excluded_owners_of, select, sizes_needed
 from job.model.kinds import BUILTIN
