@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from job import report
-from job import run as reconcile
+from job import run
 from job.cluster.kube import Kube
 from job.errors import StartupError
 from job.model.settings import Settings
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = dt.datetime.now(dt.UTC)
     try:
         kube = Kube(settings)
-        result = reconcile.run(kube, settings, now=started)
+        result = run.run(kube, settings, now=started)
     except StartupError as exc:
         log.error("cannot start: %s", exc, extra={"event": "startup-failed", "exit_code": EXIT_CANNOT_START})
         return EXIT_CANNOT_START
