@@ -56,6 +56,8 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "failed": sum(p.failed for p in report.policies) + len(report.problems),
         "seconds": round(seconds, 3),
         "requests": report.requests,
+        "throttled": report.throttled,
+        "deferred": report.count("deferred"),
         "phases": report.phases,
         "phase_requests": report.phase_requests,
         "exit_code": report.exit_code,
@@ -64,7 +66,10 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
     requests = " ".join(f"{verb}={n}" for verb, n in report.requests.items())
     text = (f"run finished: {fields['policies']} policies ({fields['invalid']} invalid), froze {fields['frozen']}, "
             f"restored {fields['restored']}, dry-run {fields['planned']}, failed {fields['failed']} in "
-            f"{seconds:.2f}s; requests: {requests or 'none'}; exit {report.exit_code}")
+            f"{seconds:.2f}s; requests: {requests or 'none'}"
+            + (f" ({report.throttled} throttled, retried)" if report.throttled else "")
+            + (f"; deferred {fields['deferred']} to the next run (soft deadline)" if fields["deferred"] else "")
+            + f"; exit {report.exit_code}")
     return text, fields
 
 

@@ -55,6 +55,8 @@ class RunReport:
     #: requests sent in each stage: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
     phase_requests: dict[str, int] = field(default_factory=dict)
     finished: dt.datetime | None = None
+    #: responses 429 (Too Many Requests: API Priority and Fairness queued the run out), each retried
+    throttled: int = 0
 
     @property
     def failed(self) -> bool:
@@ -87,6 +89,7 @@ class _Stages:
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
     stages = _Stages(kube)
+    stop_at = None if settings.soft_deadline is None else time.monotonic() + settings.soft_deadline
     report = RunReport(started=now, dry_run=settings.dry_run, phases=stages.seconds,
                        phase_requests=stages.requests)
     try:
@@ -99,7 +102,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
             snapshot = replace(snapshot, autoscalers=read.autoscalers(kube, wanted))
             decision = decide(snapshot, settings=settings, now=now)
         stages.done("plan")
-        results = _write(kube, snapshot, decision, settings=settings, now=now)
+        results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
         stages.done("apply")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
@@ -110,7 +113,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         _log_problems(decision)
         stages.done("status")
     finally:
-        report = replace(report, requests=kube.requests.snapshot())
+        report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled)
     return report
 
 
@@ -136,12 +139,13 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads))
 
 
-def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings,
-           now: dt.datetime) -> list[ActionResult]:
+def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
+           stop_at: float | None) -> list[ActionResult]:
     redecide = functools.partial(again, decision=decision, snapshot=snapshot, settings=settings, now=now)
     # As sent: the resumes, the workloads' changes and the ones held back, the restores refused without a
     # write (the ScaledObjects could not be read: then there is no resume or pause), then the pauses.
-    results = [*carry_out(kube, decision.steps, settings=settings, again=redecide), *decision.refused]
+    results = [*carry_out(kube, decision.steps, settings=settings, again=redecide, stop_at=stop_at),
+               *decision.refused]
     for revert in reverts(results):
         log.warning(revert.message, extra={"event": "reverted", "policy": revert.policy, "namespace": revert.namespace,
                                            "kind": revert.kind, "workload": revert.name, "manager": revert.manager,
@@ -167,6 +171,10 @@ def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[A
     """What no status can carry: failures of workloads whose policy is gone, and a census that failed."""
     known = {p.name for p in snapshot.policies}
     problems = [f"could not count Pods for `done`: {census.unknown}"] if census.unknown else []
+    deferred = sum(1 for r in results if r.outcome == "deferred")
+    if deferred:
+        problems.append(f"stopped at the soft deadline (--soft-deadline): {deferred} of {len(results)} changes "
+                        f"deferred to the next run, every other one done and in the statuses")
     problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in results
                  if r.outcome == "failed" and r.action.policy not in known]
     return problems + [pr.message for pr in decision.problems if pr.policy not in known]

@@ -67,6 +67,12 @@ class RequestCounter:
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        #: answers 429 (API Priority and Fairness had no seat for the request), each retried after Retry-After
+        self.throttled = 0
+
+    def add_throttled(self) -> None:
+        with self._lock:
+            self.throttled += 1
 
     def add(self, verb: str) -> None:
         with self._lock:
@@ -184,6 +190,8 @@ class Kube:
     def _send_once(self, verb: str, method: str, **kwargs: Any) -> requests.Response:
         self.requests.add(verb)
         resp: requests.Response = self.api.request(method, **kwargs)
+        if resp.status_code == 429:
+            self.requests.add_throttled()
         if resp.status_code in _RETRY_STATUSES:
             raise _Retryable(resp.status_code, _error_message(resp), _retry_after(resp))
         if resp.status_code == 409:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,9 +30,12 @@ log = logging.getLogger(__name__)
 Again = Callable[[Write, dict[str, Any]], Action | str | None]
 
 
-def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Settings, again: Again) -> list[ActionResult]:
+def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Settings, again: Again,
+              stop_at: float | None = None) -> list[ActionResult]:
     """Every step's writes, each step after the one before; results in the order of the writes, the ones a
-    failed earlier write held back after the others of their step."""
+    failed earlier write held back after the others of their step. Past `stop_at` (`time.monotonic()`: the
+    soft deadline) no write is sent: each one left is `deferred` to the next run. A PATCH records and changes
+    in one write, so stopping between two leaves nothing half-recorded."""
     results: list[ActionResult] = []
     done: dict[int, ActionResult] = {}
     for step in steps:
@@ -39,7 +43,7 @@ def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Setting
                    and w.blocked_by(done[id(w.after)])]
         held = {id(w) for w in blocked}
         sendable = [w for w in step if id(w) not in held]
-        sent = _send_all(kube, sendable, settings=settings, again=again)
+        sent = _send_all(kube, sendable, settings=settings, again=again, stop_at=stop_at)
         done.update((id(w.action), r) for w, r in zip(sendable, sent, strict=True))
         results += sent
         results += [ActionResult(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
@@ -47,7 +51,8 @@ def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Setting
     return results
 
 
-def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Again) -> list[ActionResult]:
+def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Again,
+              stop_at: float | None) -> list[ActionResult]:
     """Only a few writes per thread are in flight at once (an executor's `map` would queue one future per
     write: 40,000 of them in a large first run)."""
     if not writes:
@@ -59,9 +64,16 @@ def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Aga
         for write in writes:
             if len(in_flight) >= window:
                 results.append(in_flight.popleft().result())
+            if stop_at is not None and time.monotonic() >= stop_at:
+                in_flight.append(pool.submit(_deferred, write.action))
+                continue
             in_flight.append(pool.submit(_send, kube, write, settings=settings, again=again))
         results += (f.result() for f in in_flight)
     return results
+
+
+def _deferred(action: Action) -> ActionResult:
+    return ActionResult(action, "deferred", "not sent: the run reached its soft deadline; the next run goes on")
 
 
 def _send(kube: Kube, write: Write, *, settings: Settings, again: Again) -> ActionResult:

@@ -75,7 +75,7 @@ def _counted(policy: str, results: Sequence[ActionResult]) -> tuple[Counter[str]
         if r.outcome in ("applied", "dry-run"):
             if r.action.verb in _COUNTED:
                 counts[_COUNTED[r.action.verb]] += 1
-        elif r.outcome == "failed":
+        elif r.outcome in ("failed", "deferred"):
             failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {r.message}")
         else:
             counts["unchanged"] += 1

@@ -56,6 +56,11 @@ class Settings(BaseSettings):
                            description="items per page of every LIST (namespaces, small objects: 4 times as many)")
     conflict_retries: int = Field(default=3, ge=0, le=10,
                                   description="re-reads of one workload after a 409 Conflict before giving up")
+    soft_deadline: float | None = Field(
+        default=None, gt=0, le=86400,
+        description="seconds after the run starts past which it sends no more changes: it writes what it did to "
+                    "the statuses and exits 1, and the next run goes on (the CronJob sets 540, under the Job's "
+                    "activeDeadlineSeconds of 600; default: none)")
 
     # -- behaviour -------------------------------------------------------------------------------
     dry_run: bool = Field(default=False, description="plan and print only: PATCHes go with dryRun=All, no "
