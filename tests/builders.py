@@ -19,6 +19,7 @@ NSSCALER_VERSION = "operators.wubw.fun/v1alpha1"
 _PATHS = {
     "Namespace": ("/api/v1", "namespaces", False),
     "Pod": ("/api/v1", "pods", True),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
     "ServiceAccount": ("/api/v1", "serviceaccounts", True),
     "Secret": ("/api/v1", "secrets", True),
     "Event": ("/api/v1", "events", True),
@@ -38,6 +39,9 @@ _PATHS = {
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
+    "ValidatingAdmissionPolicy": ("/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", False),
+    "ValidatingAdmissionPolicyBinding": ("/apis/admissionregistration.k8s.io/v1",
+                                         "validatingadmissionpolicybindings", False),
 }
 
 
@@ -61,6 +65,18 @@ def statefulset(ns: str, name: str, replicas: int) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": ns},
             "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
                      "template": _pod_template(name)}}
+
+
+def statefulset_with_claims(ns: str, name: str, replicas: int, *, when_scaled: str) -> dict[str, Any]:
+    """A StatefulSet whose Pods each get a claim (`data-<name>-<ordinal>`), all started at once (Parallel: the
+    controller does not wait for a Pod to be Ready, which none is without a node)."""
+    obj = statefulset(ns, name, replicas)
+    obj["spec"].update(
+        podManagementPolicy="Parallel",
+        persistentVolumeClaimRetentionPolicy={"whenDeleted": "Retain", "whenScaled": when_scaled},
+        volumeClaimTemplates=[{"metadata": {"name": "data"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}])
+    return obj
 
 
 def cronjob(ns: str, name: str, *, suspend: bool = False, annotations: dict[str, str] | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import replace
 
 from job.decide import gitops, pods
-from job.decide.actions import ActionResult, Problem, Verb
+from job.decide.actions import ActionResult, Problem, Verb, failure_message
 from job.decide.plan import Plan
 from job.model import managed
 from job.model.policy import InvalidPolicy, Policy
@@ -84,8 +84,8 @@ def report_reverts(results: list[ActionResult]) -> list[tuple[dict[str, str], st
 
 def failed_refs(results: Iterable[ActionResult], problems: Iterable[Problem]) -> dict[pods.Ref, str]:
     """The objects whose change failed this run, or that a problem stopped, with why."""
-    failed = {pods.Ref(str(r.action.workload.kind), r.action.workload.namespace, r.action.workload.name): r.message
-              for r in results if r.outcome == "failed"}
+    failed = {pods.Ref(str(r.action.workload.kind), r.action.workload.namespace, r.action.workload.name):
+              failure_message(r) for r in results if r.outcome == "failed"}
     failed.update({pods.Ref(str(pr.workload.kind), pr.workload.namespace, pr.workload.name): pr.message
                    for pr in problems})
     return failed

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from job.decide import drain, pods
-from job.decide.actions import ActionResult, Verb
+from job.decide.actions import ActionResult, Verb, failure_message
 from job.decide.decision import Decision
 from job.decide.gitops import Revert
 from job.decide.plan import PolicyPlan
@@ -76,7 +76,7 @@ def _counted(policy: str, results: Sequence[ActionResult]) -> tuple[Counter[str]
             if r.action.verb in _COUNTED:
                 counts[_COUNTED[r.action.verb]] += 1
         elif r.outcome in ("failed", "deferred"):
-            failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {r.message}")
+            failures.append(f"{r.action.verb.value} {r.action.workload.ref}: {failure_message(r)}")
         else:
             counts["unchanged"] += 1
     return counts, failures

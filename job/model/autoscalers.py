@@ -34,6 +34,7 @@ class ScaledObjectHandler:
     owner_selects: frozenset[Kind] = frozenset()
     freezes_controlled: bool = False
     followed: bool = False
+    guard: None = None
 
     @property
     def api_version(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_SUSPEND
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_SUSPEND, ANNOTATION_ORIGINAL_WHEN_SCALED
 
 BUILTIN_NAMES = ("Deployment", "StatefulSet", "CronJob", "Job", "ReplicaSet", "ReplicationController")
 #: What `spec.kinds` accepts: a built-in kind (`Job`) or `<Kind>.<group>` (`Rollout.argoproj.io`).
@@ -98,6 +98,9 @@ class KindHandler(Protocol):
     def freezes_controlled(self) -> bool:
         """Frozen even with a controller owner (a Job keeps running when its CronJob is suspended)."""
     @property
+    def guard(self) -> Guard | None:
+        """A field the freeze must set too, so that it deletes nothing (`Guard`)."""
+    @property
     def followed(self) -> bool:
         """LISTed by the Pod census to follow owner chains (else the run's own reads seed it, or the chain
         ends there)."""
@@ -139,6 +142,39 @@ class _Served:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A field that must hold `safe` while a workload is frozen, because scaling it to zero with another value
+    would delete data as a side effect (a StatefulSet whose claims go with its Pods). The freeze sets it in
+    the same write as the size and records the value it replaces under `record_key`; the restore puts that
+    value back in the same write as the size. A refused write leaves the workload running: never scaled to
+    zero without it."""
+
+    path: tuple[str, ...]
+    safe: str
+    record_key: str
+    #: what a user reads when the write that sets it is refused
+    refused: str
+
+    def value_in(self, obj: dict[str, Any]) -> str | None:
+        value: Any = obj
+        for key in self.path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return None if value is None else str(value)
+
+    def body(self, value: str) -> dict[str, Any]:
+        return _nested(self.path, value)
+
+
+#: StatefulSets: claims kept whatever the retention policy says (`whenScaled: Delete` would delete them).
+CLAIMS_KEPT = Guard(
+    path=("spec", "persistentVolumeClaimRetentionPolicy", "whenScaled"), safe="Retain",
+    record_key=ANNOTATION_ORIGINAL_WHEN_SCALED,
+    refused="nsscaler sets persistentVolumeClaimRetentionPolicy.whenScaled: Retain in the same write as replicas 0, "
+            "so that the freeze deletes no PersistentVolumeClaim, and never scales the StatefulSet to 0 without "
+            "it: allow that change (admission policy, RBAC), or set whenScaled: Retain on it yourself")
+
+
+@dataclass(frozen=True)
 class ReplicasHandler(_Served):
     """Frozen means the replica field is 0. Deployments, StatefulSets, ReplicaSets, ReplicationControllers,
     and every custom kind with a `/scale` subresource, whose replica field may be nested."""
@@ -148,6 +184,7 @@ class ReplicasHandler(_Served):
     owner_selects: frozenset[Kind] = frozenset()
     freezes_controlled: bool = False
     followed: bool = False
+    guard: Guard | None = None
 
     def size_of(self, obj: dict[str, Any]) -> int:
         value: Any = obj
@@ -197,6 +234,7 @@ class SuspendHandler(_Served):
     owner_selects: frozenset[Kind] = frozenset()
     freezes_controlled: bool = False
     followed: bool = False
+    guard: Guard | None = None
 
     def size_of(self, obj: dict[str, Any]) -> int:
         return 1 if self.running(obj) else 0
@@ -224,7 +262,8 @@ class SuspendHandler(_Served):
 #: that freezes them reads them whole already, and seeds the census with them.
 BUILTIN: Mapping[Kind, KindHandler] = {
     Kind.DEPLOYMENT: ReplicasHandler(Kind.DEPLOYMENT, "apps", "v1", "deployments", followed=True),
-    Kind.STATEFULSET: ReplicasHandler(Kind.STATEFULSET, "apps", "v1", "statefulsets", followed=True),
+    Kind.STATEFULSET: ReplicasHandler(Kind.STATEFULSET, "apps", "v1", "statefulsets", followed=True,
+                                      guard=CLAIMS_KEPT),
     Kind.REPLICASET: ReplicasHandler(Kind.REPLICASET, "apps", "v1", "replicasets", followed=True),
     Kind.REPLICATIONCONTROLLER: ReplicasHandler(Kind.REPLICATIONCONTROLLER, "", "v1", "replicationcontrollers"),
     Kind.CRONJOB: SuspendHandler(Kind.CRONJOB, "batch", "v1", "cronjobs", _not_suspended, followed=True),

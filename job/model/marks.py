@@ -15,6 +15,8 @@ ANNOTATION_ORIGINAL_SUSPEND = f"{DOMAIN}/original-suspend"
 ANNOTATION_ORIGINAL_PAUSED = f"{DOMAIN}/original-paused-replicas"
 #: KEDA's own key, which nsscaler sets to "0" on the ScaledObject of a frozen workload
 ANNOTATION_KEDA_PAUSED = "autoscaling.keda.sh/paused-replicas"
+#: a StatefulSet's `persistentVolumeClaimRetentionPolicy.whenScaled` before the freeze set it to Retain ("Delete")
+ANNOTATION_ORIGINAL_WHEN_SCALED = f"{DOMAIN}/original-when-scaled"
 #: the NSScaler whose hold froze the workload
 ANNOTATION_SCALED_BY = f"{DOMAIN}/scaled-by"
 #: set by a user: nsscaler never touches the workload, nor what it controls

@@ -56,6 +56,10 @@ class Workload:
     replicas_manager: str | None = None
     #: "Argo CD" or "Flux" when one of them manages the workload (tracking marks or field managers)
     gitops: str | None = None
+    #: the value of its kind's guarded field (`job.model.kinds.Guard`) when read whole, and the value a
+    #: freeze recorded before it set the safe one
+    guard_value: str | None = None
+    guard_original: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -156,6 +160,8 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         handler=None if handler.kind in BUILTIN else handler,
         replicas_manager=_interned(managed.size_manager(fields, managed.size_path(handler.frozen_body()),
                                                        ignore=FIELD_MANAGER)),
+        guard_value=None if metadata_only or handler.guard is None else handler.guard.value_in(obj),
+        guard_original=annotations.get(handler.guard.record_key) if handler.guard else None,
         gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
                            managers=(str(m.get("manager")) for m in fields)),
     )
@@ -184,13 +190,20 @@ def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
         original = handler.original_value(workload.size)
     else:
         raise ValueError(f"{workload.ref}: freezing needs its size, read only from metadata")
+    annotations = {handler.record_key: original, ANNOTATION_SCALED_BY: policy}
+    body = handler.frozen_body()
+    guard = handler.guard
+    if guard is not None and workload.guard_value not in (None, guard.safe):
+        body = _merged(body, guard.body(guard.safe))
+        if workload.guard_original is None:  # scaled up again during the freeze: the first value stays
+            annotations[guard.record_key] = workload.guard_value
     return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,
-            "annotations": {handler.record_key: original, ANNOTATION_SCALED_BY: policy},
+            "annotations": annotations,
             "labels": {LABEL_SCALED: "true"},
         },
-    }, handler.frozen_body())
+    }, body)
 
 
 def adopt_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
@@ -203,10 +216,15 @@ def restore_patch(workload: Workload) -> dict[str, Any]:
     """The recorded size back and the record removed, in one merge patch. Raises MalformedRecord."""
     handler = workload.handling
     assert workload.original is not None
+    annotations: dict[str, str | None] = {handler.record_key: None, ANNOTATION_SCALED_BY: None}
+    body = handler.restored_body(workload.original)
+    if handler.guard is not None and workload.guard_original is not None:
+        body = _merged(body, handler.guard.body(workload.guard_original))
+        annotations[handler.guard.record_key] = None
     return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,
-            "annotations": {handler.record_key: None, ANNOTATION_SCALED_BY: None},
+            "annotations": annotations,
             "labels": {LABEL_SCALED: None},
         },
-    }, handler.restored_body(workload.original))
+    }, body)
