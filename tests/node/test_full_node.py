@@ -9,6 +9,8 @@ freezes the family, and the filler's ReplicaSet gets its Pod back on the node on
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,7 +19,15 @@ import pytest
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.cluster import controlplane, images, node
-from tests.node.conftest import JobResult, pod_names, run_cronjob_now, running_family, running_pods
+from tests.node.conftest import (
+    NAMESPACE,
+    JobResult,
+    kubectl_out,
+    pod_names,
+    run_cronjob_now,
+    running_family,
+    running_pods,
+)
 from tests.node.test_cronjob_on_node import assert_clean_success
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("installed")]
@@ -93,8 +103,10 @@ def assert_filler_back(api: AdminApi, fill: str, replicas: int, fillers: set[str
     assert victim not in now and len(now - fillers) == 1, (now, fillers)
 
 
-def test_at_the_pod_limit_the_job_preempts_one_default_priority_pod_and_frees_the_family(
-        control_plane, api, prefix, max_pods, figures):
+def full_by_pods(api: AdminApi, prefix: str, max_pods: Callable[[int], None]) -> tuple[str, str, set[str], int]:
+    """A family (2 Pods held, 1 allowed), then kubelet's limit set FILLERS Pods above what the node holds, then a
+    filler Deployment of FILLERS Pods: the node is full. Returns the family prefix, the filler's namespace, its
+    Pods and the limit."""
     wait_until(lambda: settled(api), timeout=120, what="earlier tests' Pods to be gone from the node")
     family, fill = prefix + "shop-", prefix + "other"
     running_family(api, family, {"a": {"d-web": 2}, "live": {"d-web": 1}})
@@ -103,13 +115,67 @@ def test_at_the_pod_limit_the_job_preempts_one_default_priority_pod_and_frees_th
     max_pods(limit)
     fillers = filler(api, fill, FILLERS)
     assert len(node_pods(api)) == limit  # full: kubelet's limit, and the scheduler's view of it
+    return family, fill, fillers, limit
+
+
+def scheduling_figures(result: JobResult) -> str:
+    """Seconds from the Pod's creation to its binding (preemption included), and the Job's start to completion."""
+    (pod,) = result.pods
+    created = dt.datetime.fromisoformat(pod["metadata"]["creationTimestamp"])
+    scheduled = next(dt.datetime.fromisoformat(c["lastTransitionTime"]) for c in pod["status"]["conditions"]
+                     if c["type"] == "PodScheduled" and c["status"] == "True")
+    status = result.job["status"]
+    ran = dt.datetime.fromisoformat(status["completionTime"]) - dt.datetime.fromisoformat(status["startTime"])
+    return (f"Pod bound {(scheduled - created).total_seconds():.0f}s after its creation, Job done "
+            f"{ran.total_seconds():.0f}s after its start, nsscaler's run {result.lines[-1]['seconds']}s")
+
+
+def test_at_the_pod_limit_the_job_preempts_one_default_priority_pod_and_frees_the_family(
+        control_plane, api, prefix, max_pods, figures):
+    family, fill, fillers, limit = full_by_pods(api, prefix, max_pods)
 
     result = run_cronjob_now(control_plane, api)
     victim = assert_preempted_one_and_froze(api, result, family=family, fill=fill, fillers=fillers)
     assert_filler_back(api, fill, FILLERS, fillers, victim)
     assert len(node_pods(api)) <= limit
-    figures.append(f"Pod limit {limit}: the Job preempted {victim} and completed in "
-                   f"{result.lines[-1]['seconds']}s; the filler was back at {FILLERS} Running")
+    figures.append(f"Pod limit {limit}: the Job preempted {victim}; {scheduling_figures(result)}; "
+                   f"the filler back at {FILLERS} Running")
+
+
+def test_without_the_class_the_job_waits_pending_on_a_full_node(control_plane, api, prefix, max_pods, figures):
+    """Issue 22 as it was found: the same full node, the CronJob without its priorityClassName (as the
+    no-priority-class component renders it): the Pod is unschedulable and nothing is preempted."""
+    family, fill, fillers, _ = full_by_pods(api, prefix, max_pods)
+    name = f"no-class-{time.monotonic_ns() % 10**9}"
+    template = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"priorityClassName": None}}}}}}
+    api.patch("CronJob", "nsscaler", template, NAMESPACE)
+    try:
+        kubectl_out(control_plane, "-n", NAMESPACE, "create", "job", "--from=cronjob/nsscaler", name)
+    finally:
+        template["spec"]["jobTemplate"]["spec"]["template"]["spec"]["priorityClassName"] = "nsscaler"
+        api.patch("CronJob", "nsscaler", template, NAMESPACE)
+    try:
+        wait_until(lambda: unschedulable(api, name), timeout=60, what="the Job's Pod to be found unschedulable")
+        message = unschedulable(api, name)
+        figures.append(f"without the class: {message}")
+        assert "Too many pods" in message and "No preemption victims found" in message, message
+        (pod,) = api.list("Pod", NAMESPACE, labelSelector=f"job-name={name}")
+        assert pod["spec"]["priority"] == 0 and not pod["spec"].get("nodeName"), pod["spec"]
+        assert pod_names(api, fill) == fillers and not preempted(api, fill)
+        assert running_pods(api, family + "a") == 2  # nothing was frozen
+    finally:
+        api.http.delete(api.url("Job", NAMESPACE, name), params={"propagationPolicy": "Foreground"}, timeout=30)
+        wait_until(lambda: not api.list("Pod", NAMESPACE, labelSelector=f"job-name={name}"), timeout=60,
+                   what="the unschedulable Job's Pod to go")
+
+
+def unschedulable(api: AdminApi, job: str) -> str:
+    """The scheduler's message on the Job's Pod when it found no room, else ''."""
+    for pod in api.list("Pod", NAMESPACE, labelSelector=f"job-name={job}"):
+        for c in pod.get("status", {}).get("conditions", []):
+            if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable":
+                return str(c.get("message", ""))
+    return ""
 
 
 def test_with_cpu_requested_to_the_brim_the_job_preempts_one_default_priority_pod(
@@ -127,8 +193,8 @@ def test_with_cpu_requested_to_the_brim_the_job_preempts_one_default_priority_po
     result = run_cronjob_now(control_plane, api)
     victim = assert_preempted_one_and_froze(api, result, family=family, fill=fill, fillers=fillers)
     assert_filler_back(api, fill, 2, fillers, victim)
-    figures.append(f"CPU: allocatable {allocatable}m, fillers 2 x {each}m, {free}m free; the Job preempted {victim} "
-                   f"and completed in {result.lines[-1]['seconds']}s; the filler was back at 2 Running")
+    figures.append(f"CPU: allocatable {allocatable}m, fillers 2 x {each}m, {free}m free: the Job preempted {victim}; "
+                   f"{scheduling_figures(result)}; the filler back at 2 Running")
 
 
 def _node(api: AdminApi) -> dict[str, Any]:
