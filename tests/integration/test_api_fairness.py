@@ -288,6 +288,8 @@ def test_the_cronjobs_pods_get_the_shipped_priority(control_plane, api, installe
     assert pod["spec"]["priorityClassName"] == klass["metadata"]["name"] == "nsscaler"
     assert pod["spec"]["priority"] == klass["value"] == 1_000_000
     assert pod["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
+    assert not api.http.get(f"{control_plane.server}/apis/scheduling.k8s.io/v1/priorityclasses/nsscaler",
+                            timeout=30).json().get("globalDefault")
     assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "50m", "memory": "64Mi"}
 
 
