@@ -35,6 +35,8 @@ HOST_FOLDERS = (str(LOG_LINKS), "/run/containerd", "/var/lib/cni")
 #: besides the control plane's own: the node lifecycle controller lifts the `not-ready` taint kubelet registers with
 NODE_CONTROLLERS = ("nodelifecycle",)
 _ORDER = ("kube-scheduler", "kube-proxy", "kubelet", "containerd")  # the order of stopping
+#: kubelet's Pod limit at start; a test may lower it for a while (`Node.set_max_pods`) to fill the node cheaply
+MAX_PODS = 250
 
 
 @dataclass
@@ -66,6 +68,29 @@ class Node:
     def ctr(self, *args: str) -> str:
         return subprocess.run(["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
                               capture_output=True, text=True, check=True).stdout
+
+    def set_max_pods(self, plane: controlplane.ControlPlane, max_pods: int, *, timeout: float = 90.0) -> None:
+        """Restart kubelet with another `maxPods` and wait until the Node reports it, Ready. Running Pods keep
+        running (containerd holds them); kubelet admits them again on start, so the new limit must be at least
+        the number of Pods bound to the node, or it rejects the newest (OutOfpods)."""
+        config = self.state_dir / "kubelet.yaml"
+        settings = yaml.safe_load(config.read_text())
+        if settings.get("maxPods") == max_pods and self.is_alive():
+            return
+        launch = json.loads((self.state_dir / "kubelet.args.json").read_text())
+        settings["maxPods"] = max_pods
+        config.write_text(yaml.safe_dump(settings))
+        _terminate(self.pids.pop("kubelet"))
+        self.pids["kubelet"] = _spawn(launch["args"], self.state_dir / "kubelet.log",
+                                      die_with_parent=launch["die_with_parent"])
+        self.save()
+
+        def reported() -> bool:
+            resp = plane.session().get(f"{plane.server}/api/v1/nodes/{NODE_NAME}", timeout=5)
+            capacity = resp.json().get("status", {}).get("capacity", {}) if resp.status_code == 200 else {}
+            return capacity.get("pods") == str(max_pods) and _ready(plane)
+        controlplane._wait_for(lambda: self.is_alive() and reported(), what=f"kubelet with maxPods {max_pods}",
+                               plane=plane, timeout=timeout)
 
     def log_tails(self, lines: int = 30) -> str:
         chunks = []
@@ -200,7 +225,7 @@ def _kubelet_config(node: Node, ca: pki.Authority, *, port: int, healthz: int) -
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                          "nodefs.inodesFree": "1%"},
-        "maxPods": 250, "serializeImagePulls": False, "rotateCertificates": False,
+        "maxPods": MAX_PODS, "serializeImagePulls": False, "rotateCertificates": False,
         "syncFrequency": "10s", "fileCheckFrequency": "10s",
     }
 
@@ -291,6 +316,9 @@ def _start_processes(node: Node, plane: controlplane.ControlPlane, archives: dic
                            "--bind-address=127.0.0.1", f"--secure-port={sched_port}", "--leader-elect=false",
                            "--v=1"],
     }
+    # kubelet's command line, to start it again with another configuration (`Node.set_max_pods`)
+    (state / "kubelet.args.json").write_text(json.dumps({"args": commands["kubelet"],
+                                                         "die_with_parent": die_with_parent}))
     for name, args in commands.items():
         node.pids[name] = _spawn(args, state / f"{name}.log", die_with_parent=die_with_parent)
         node.save()

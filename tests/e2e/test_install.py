@@ -77,7 +77,7 @@ def test_prod_overlay_applies_in_one_go_and_again_is_a_no_op(control_plane, inst
     assert again and all(line.endswith("unchanged") for line in again), again
 
 
-@pytest.mark.parametrize("overlay", ["prod", "dry-run"])
+@pytest.mark.parametrize("overlay", ["prod", "dry-run", "prod-without-priority-class"])
 def test_rendered_overlays_pass_the_servers_schema_check(control_plane, installed, overlay):
     kubectl_run(control_plane.admin_kubeconfig, "apply", "--dry-run=server", "-k",
                 str(ROOT / "kustomize" / "overlays" / overlay))
