@@ -58,6 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         kube = Kube(settings)
         result = run.run(kube, settings, now=started)
     except StartupError as exc:
+        if exc.retryable:
+            log.error("cannot start now: %s", exc, extra={"event": "startup-failed", "exit_code": EXIT_FAILED})
+            return EXIT_FAILED
         log.error("cannot start: %s", exc, extra={"event": "startup-failed", "exit_code": EXIT_CANNOT_START})
         return EXIT_CANNOT_START
     result = dataclasses.replace(result, finished=dt.datetime.now(dt.UTC))

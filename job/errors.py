@@ -6,8 +6,14 @@ from __future__ import annotations
 class StartupError(Exception):
     """The run cannot start (bad settings, no credentials, CRD or RBAC missing, API unreachable).
 
-    Its message is one line that says what to do. Exit code 2: retrying will not help.
+    Its message is one line that says what to do. Exit code 2: retrying will not help; except when
+    `retryable` (the API server is overloaded or unavailable: 429 or 5xx after every retry), exit 1, so that
+    the Job tries again instead of failing for good.
     """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class ApiError(Exception):

@@ -65,12 +65,19 @@ def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] =
     raise StartupError("; ".join(parts))
 
 
+#: answers that say "not now", not "never": throttled by API Priority and Fairness, or unavailable
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
 def startup_error(kube: Kube, exc: ApiError) -> StartupError:
     if exc.status == 0:
         return StartupError(f"{exc.message}; check --kubeconfig/--context and that the cluster is up")
     if exc.status == 401:
         return StartupError(f"the API server at {kube.server} rejected the credentials (401): renew the "
                             f"token or certificate in the kubeconfig")
+    if exc.status in TRANSIENT_STATUSES:
+        return StartupError(f"the API server at {kube.server} is overloaded or unavailable ({exc}); the Job "
+                             f"retries the run (exit 1): if it lasts, see README: Release day", retryable=True)
     return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
 
 

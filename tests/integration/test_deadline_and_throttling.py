@@ -83,3 +83,14 @@ def test_a_run_past_its_soft_deadline_stops_writing_says_how_far_it_got_and_the_
     assert second.exit_code == 0, second.stderr
     assert second.report["summary"]["frozen"] == summary["deferred"]
     assert snapshot(api, prefix + "n") == {key: (0, str(count)) for key, count in originals.items()}
+
+
+def test_a_run_throttled_from_its_first_request_exits_1_so_the_job_retries_it(control_plane, run_job,
+                                                                             admin_token, tmp_path):
+    """Exit 2 means "retrying will not help" and fails the Job for good (its podFailurePolicy): a server that
+    only says "not now" (429 after every retry) must not end the release day's run that way."""
+    with FaultProxy(control_plane, fraction=1.0, faults=("429",), seed=1) as proxy:
+        result = run_job("--retry-attempts", "2", kubeconfig=proxy.kubeconfig(tmp_path / "saturated", admin_token))
+    assert proxy.injected["429"] == 2
+    assert result.exit_code == 1, result.stderr
+    assert "overloaded or unavailable" in result.stderr and "retries the run" in result.stderr
