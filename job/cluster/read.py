@@ -22,7 +22,8 @@ from job.decide import listing, reads
 from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
 from job.model.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
-from job.model.kinds import BUILTIN, Kind, KindHandler, Resolution, listed_for, resolve
+from job.model.custom import Resolution, resolve
+from job.model.kinds import BUILTIN, Kind, KindHandler, listed_for
 from job.model.marks import SCALED_SELECTOR, UNSCALED_SELECTOR
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings

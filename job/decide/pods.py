@@ -13,7 +13,7 @@ What a chain means for one policy, in this order (the first rule that matches):
    block `done` and are counted as `podsExcluded`;
 2. some object on it carries nsscaler's record label: it is frozen, its Pods are still terminating;
 3. a change to some object on it failed this run: that error;
-4. it ends in a DaemonSet or a bare Pod: nsscaler does not freeze those;
+4. it ends in a bare Pod (or a Node: a static Pod): nsscaler does not freeze those;
 5. its root's kind is selected by the policy (or it passes through a Job and Jobs are selected: a Job is
    suspended whether or not a CronJob owns it): not frozen by this run (dry run, freeze cap, or it changed
    during the run);
@@ -39,7 +39,7 @@ LISTABLE: Mapping[str, tuple[str, str]] = {kind: (h.api_version, h.plural) for k
 #: Up to this many namespaces a kind is LISTed namespace by namespace; beyond it, once cluster-wide.
 NAMESPACED_LISTS_MAX = 4
 _MAX_DEPTH = 8  # owner chains are two or three links long; this only guards against a reference loop
-_UNFROZEN = {"DaemonSet": "DaemonSets", "Pod": "bare Pods", "Node": "static Pods"}  # a static Pod's owner is its Node
+_UNFROZEN = {"Pod": "bare Pods", "Node": "static Pods"}  # a static Pod's owner is its Node
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -46,7 +46,10 @@ class ScaledObjectHandler:
     def frozen_body(self) -> dict[str, Any]:
         return {"metadata": {"annotations": {ANNOTATION_KEDA_PAUSED: "0"}}}
 
-    def original_value(self, size: int) -> str:
+    def state_of(self, obj: dict[str, Any]) -> str | None:
+        return None
+
+    def original_value(self, size: int, state: str | None = None) -> str:
         raise NotImplementedError("a ScaledObject's record is its previous annotation, see pause_patch")
 
     def restored_body(self, original: str) -> dict[str, Any]:

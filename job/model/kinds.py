@@ -9,22 +9,28 @@ nested) once per run: see `resolve`. Nothing here calls the API or decides what 
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_SUSPEND, ANNOTATION_ORIGINAL_WHEN_SCALED
+from job.model.marks import (
+    ANNOTATION_ORIGINAL_NODE_SELECTOR,
+    ANNOTATION_ORIGINAL_REPLICAS,
+    ANNOTATION_ORIGINAL_SUSPEND,
+    ANNOTATION_ORIGINAL_WHEN_SCALED,
+    FROZEN_NODE_LABEL,
+)
 
-BUILTIN_NAMES = ("Deployment", "StatefulSet", "CronJob", "Job", "ReplicaSet", "ReplicationController")
+BUILTIN_NAMES = ("Deployment", "StatefulSet", "CronJob", "Job", "ReplicaSet", "ReplicationController", "DaemonSet")
 #: What `spec.kinds` accepts: a built-in kind (`Job`) or `<Kind>.<group>` (`Rollout.argoproj.io`).
 KIND_PATTERN = (rf"^({'|'.join(BUILTIN_NAMES)}|[A-Z][A-Za-z0-9]{{0,62}}(\.[a-z0-9]([-a-z0-9]{{0,61}}[a-z0-9])?)+)$")
 _KIND = re.compile(KIND_PATTERN)
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")
-_PATH_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class MalformedRecord(ValueError):
@@ -37,6 +43,7 @@ class Kind(str):
     only known once the cluster has been asked."""
 
     DEPLOYMENT: ClassVar[Kind]
+    DAEMONSET: ClassVar[Kind]
     STATEFULSET: ClassVar[Kind]
     CRONJOB: ClassVar[Kind]
     JOB: ClassVar[Kind]
@@ -71,6 +78,7 @@ class Kind(str):
 
 
 Kind.DEPLOYMENT = Kind("Deployment")
+Kind.DAEMONSET = Kind("DaemonSet")
 Kind.STATEFULSET = Kind("StatefulSet")
 Kind.CRONJOB = Kind("CronJob")
 Kind.JOB = Kind("Job")
@@ -108,7 +116,9 @@ class KindHandler(Protocol):
     def api_version(self) -> str: ...
     def size_of(self, obj: dict[str, Any]) -> int: ...
     def frozen_body(self) -> dict[str, Any]: ...
-    def original_value(self, size: int) -> str: ...
+    def state_of(self, obj: dict[str, Any]) -> str | None:
+        """What besides the size a restore must put back, read from the whole object (None: nothing)."""
+    def original_value(self, size: int, state: str | None = None) -> str: ...
     def restored_body(self, original: str) -> dict[str, Any]: ...
     def restored_size(self, original: str) -> int: ...
     def describe(self, size: int | None) -> str: ...
@@ -197,7 +207,10 @@ class ReplicasHandler(_Served):
     def frozen_body(self) -> dict[str, Any]:
         return _nested(self.path, 0)
 
-    def original_value(self, size: int) -> str:
+    def state_of(self, obj: dict[str, Any]) -> str | None:
+        return None
+
+    def original_value(self, size: int, state: str | None = None) -> str:
         return str(size)
 
     def restored_body(self, original: str) -> dict[str, Any]:
@@ -242,7 +255,10 @@ class SuspendHandler(_Served):
     def frozen_body(self) -> dict[str, Any]:
         return {"spec": {"suspend": True}}
 
-    def original_value(self, size: int) -> str:
+    def state_of(self, obj: dict[str, Any]) -> str | None:
+        return None
+
+    def original_value(self, size: int, state: str | None = None) -> str:
         return "false" if size else "true"
 
     def restored_body(self, original: str) -> dict[str, Any]:
@@ -255,6 +271,60 @@ class SuspendHandler(_Served):
 
     def describe(self, size: int | None) -> str:
         return "unknown" if size is None else ("active" if size else "suspended")
+
+
+_TEMPLATE_SELECTOR = ("spec", "template", "spec", "nodeSelector")
+
+
+@dataclass(frozen=True)
+class NodeSelectorHandler(_Served):
+    """Frozen means its Pod template requires a node label no node carries (`FROZEN_NODE_LABEL`): the
+    DaemonSet controller then removes its Pods from every node, and keeps none. The record is the template's
+    `nodeSelector` before the freeze, as JSON (`null`: it had none), so the restore puts it back exactly.
+    DaemonSets: they have no replica count to set to zero."""
+
+    record_key: str = ANNOTATION_ORIGINAL_NODE_SELECTOR
+    owner_selects: frozenset[Kind] = frozenset()
+    freezes_controlled: bool = False
+    followed: bool = True
+    guard: Guard | None = None
+
+    def size_of(self, obj: dict[str, Any]) -> int:
+        return 0 if FROZEN_NODE_LABEL in (_selector(obj) or {}) else 1
+
+    def frozen_body(self) -> dict[str, Any]:
+        return _nested((*_TEMPLATE_SELECTOR, FROZEN_NODE_LABEL), "true")
+
+    def state_of(self, obj: dict[str, Any]) -> str | None:
+        return json.dumps(_selector(obj), sort_keys=True, separators=(",", ":"))
+
+    def original_value(self, size: int, state: str | None = None) -> str:
+        return state or "null"
+
+    def restored_body(self, original: str) -> dict[str, Any]:
+        try:
+            selector = json.loads(original)
+        except ValueError:
+            selector = []  # not a map: reported below
+        if selector is not None and not (isinstance(selector, dict)
+                                         and all(isinstance(v, str) for v in selector.values())):
+            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_NODE_SELECTOR}={original!r} is neither null nor a JSON "
+                                  f"object of strings")
+        return _nested(_TEMPLATE_SELECTOR, {**(selector or {}), FROZEN_NODE_LABEL: None})
+
+    def restored_size(self, original: str) -> int:
+        self.restored_body(original)
+        return 1
+
+    def describe(self, size: int | None) -> str:
+        return "unknown" if size is None else ("on its nodes" if size else "off every node")
+
+
+def _selector(obj: dict[str, Any]) -> dict[str, Any] | None:
+    value: Any = obj
+    for key in _TEMPLATE_SELECTOR:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) and value else None
 
 
 #: The registry of built-in kinds: where each lives, how it is frozen, whose selection freezes it, and
@@ -270,12 +340,11 @@ BUILTIN: Mapping[Kind, KindHandler] = {
     # A suspended CronJob does not stop the Job it already started: selecting CronJob selects its Jobs too.
     Kind.JOB: SuspendHandler(Kind.JOB, "batch", "v1", "jobs", _job_running,
                              owner_selects=frozenset({Kind.CRONJOB}), freezes_controlled=True, followed=True),
+    # No replica count: frozen by a node selector that no node matches (see NodeSelectorHandler).
+    Kind.DAEMONSET: NodeSelectorHandler(Kind.DAEMONSET, "apps", "v1", "daemonsets"),
 }
-#: Owners of Pods that nsscaler does not freeze, followed all the same to say why their Pods run.
-UNFROZEN_OWNERS: Mapping[str, _Served] = {"DaemonSet": _Served(Kind("DaemonSet"), "apps", "v1", "daemonsets")}
 #: What the census LISTs to follow a Pod's owner chain: kind -> where it lives.
-FOLLOWED: Mapping[str, _Served | KindHandler] = {
-    **{str(k): h for k, h in BUILTIN.items() if h.followed}, **UNFROZEN_OWNERS}
+FOLLOWED: Mapping[str, KindHandler] = {str(k): h for k, h in BUILTIN.items() if h.followed}
 #: The API groups of the built-in kinds: an owner reference outside them names a custom kind
 #: (`Rollout.argoproj.io`).
 BUILTIN_GROUPS = frozenset(h.group for h in BUILTIN.values())
@@ -294,63 +363,3 @@ def selecting_kinds(handler: KindHandler, controller: str | None) -> frozenset[K
 def listed_for(handler: KindHandler, selected: frozenset[Kind]) -> bool:
     """Whether a LIST of this kind must return every object (else only those with our record)."""
     return handler.kind in selected or bool(handler.owner_selects & selected)
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """The kinds this run can serve, and why the others cannot be."""
-
-    handlers: dict[Kind, KindHandler]
-    unknown: dict[Kind, str]
-
-
-def _replica_path(text: str) -> tuple[str, ...] | None:
-    parts = tuple(text.removeprefix(".").split("."))
-    return parts if text.startswith(".spec.") and all(_PATH_SEGMENT.fullmatch(p) for p in parts) else None
-
-
-def _from_crd(kind: Kind, crd: dict[str, Any]) -> KindHandler | str:
-    spec = crd.get("spec") or {}
-    if spec.get("scope") != "Namespaced":
-        return f"kind {kind} is cluster-scoped; nsscaler freezes namespaced workloads only"
-    versions = sorted((v for v in spec.get("versions") or [] if v.get("served")),
-                      key=lambda v: not v.get("storage"))  # the storage version first
-    for version in versions:
-        scale = (version.get("subresources") or {}).get("scale")
-        if scale is None:
-            continue
-        path = _replica_path(str(scale.get("specReplicasPath", "")))
-        if path is None:
-            return f"kind {kind}: unsupported specReplicasPath {scale.get('specReplicasPath')!r}"
-        return ReplicasHandler(kind, spec["group"], version["name"], spec["names"]["plural"], path=path)
-    return f"kind {kind} has no /scale subresource, so nsscaler cannot tell how to scale it to zero"
-
-
-def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]]) -> Resolution:
-    """Handlers for `kinds`: built-ins as they are, custom ones from their CRD's scale subresource.
-
-    The CRD is the only place that states `specReplicasPath` (the `/scale` endpoint hides it), and one
-    LIST of CRDs answers for every custom kind of the run at once."""
-    handlers: dict[Kind, KindHandler] = dict(BUILTIN)
-    unknown: dict[Kind, str] = {}
-    custom = {k for k in kinds if k not in BUILTIN}
-    by_name: dict[Kind, dict[str, Any]] = {}
-    for crd in crds:  # keep only the CRDs asked for: the others can be large
-        names = (crd.get("spec") or {}).get("names") or {}
-        name = Kind(f"{names.get('kind')}.{(crd.get('spec') or {}).get('group')}")
-        if name in custom:
-            by_name[name] = crd
-    for kind in sorted(custom):
-        if kind.short in BUILTIN_NAMES and kind.group == BUILTIN[Kind(kind.short)].group:
-            unknown[kind] = f"kind {kind} is built in: write it as {kind.short}"
-            continue
-        if kind not in by_name:
-            unknown[kind] = (f"kind {kind} is not served by this cluster (no such built-in kind, and no "
-                             f"CustomResourceDefinition for it)")
-            continue
-        found = _from_crd(kind, by_name[kind])
-        if isinstance(found, str):
-            unknown[kind] = found
-        else:
-            handlers[kind] = found
-    return Resolution(handlers, unknown)

@@ -17,6 +17,10 @@ ANNOTATION_ORIGINAL_PAUSED = f"{DOMAIN}/original-paused-replicas"
 ANNOTATION_KEDA_PAUSED = "autoscaling.keda.sh/paused-replicas"
 #: a StatefulSet's `persistentVolumeClaimRetentionPolicy.whenScaled` before the freeze set it to Retain ("Delete")
 ANNOTATION_ORIGINAL_WHEN_SCALED = f"{DOMAIN}/original-when-scaled"
+#: a DaemonSet's Pod template `nodeSelector` before the freeze, as JSON (`{"disk": "ssd"}`, or `null` for none)
+ANNOTATION_ORIGINAL_NODE_SELECTOR = f"{DOMAIN}/original-node-selector"
+#: the node label a frozen DaemonSet's Pods require: no node carries it, so the DaemonSet controller removes them
+FROZEN_NODE_LABEL = f"{DOMAIN}/frozen"
 #: the NSScaler whose hold froze the workload
 ANNOTATION_SCALED_BY = f"{DOMAIN}/scaled-by"
 #: set by a user: nsscaler never touches the workload, nor what it controls

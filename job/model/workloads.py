@@ -60,6 +60,8 @@ class Workload:
     #: freeze recorded before it set the safe one
     guard_value: str | None = None
     guard_original: str | None = None
+    #: what besides the size its kind's restore puts back, when read whole (`KindHandler.state_of`)
+    state: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -161,6 +163,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         replicas_manager=_interned(managed.size_manager(fields, managed.size_path(handler.frozen_body()),
                                                        ignore=FIELD_MANAGER)),
         guard_value=None if metadata_only or handler.guard is None else handler.guard.value_in(obj),
+        state=None if metadata_only else handler.state_of(obj),
         guard_original=annotations.get(handler.guard.record_key) if handler.guard else None,
         gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
                            managers=(str(m.get("manager")) for m in fields)),
@@ -187,7 +190,7 @@ def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
     if workload.original is not None:
         original = workload.original
     elif workload.size is not None:
-        original = handler.original_value(workload.size)
+        original = handler.original_value(workload.size, workload.state)
     else:
         raise ValueError(f"{workload.ref}: freezing needs its size, read only from metadata")
     annotations = {handler.record_key: original, ANNOTATION_SCALED_BY: policy}

@@ -10,7 +10,7 @@ from job.decide import drain, gitops
 from job.decide.actions import Action, ActionResult, Verb
 from job.decide.plan import make_plan
 from job.model import managed
-from job.model.kinds import resolve
+from job.model.custom import resolve
 from job.model.workloads import Kind, Workload, from_api
 from tests.unit.factories import namespaces, policy, settings
 

@@ -15,7 +15,8 @@ from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objec
 from job.decide.plan import make_plan
 from job.model import policy as policy_api
 from job.model.autoscalers import scaled_object
-from job.model.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind, resolve
+from job.model.custom import resolve
+from job.model.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED, ANNOTATION_SCALED_BY, LABEL_SCALED
 from job.model.workloads import from_api
 from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload

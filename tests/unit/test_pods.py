@@ -83,7 +83,7 @@ DEFAULT = PolicyView(kinds=frozenset({"Deployment", "StatefulSet"}))
     pytest.param(meta("n-1", owner=JOB), PolicyView(kinds=frozenset({"Job"})), "CronJob/nightly",
                  "not frozen by this run", id="job-selected-under-cronjob"),
     pytest.param(meta("agent-x", owner=("apps/v1", "DaemonSet", "agent")), DEFAULT, "DaemonSet/agent",
-                 "nsscaler does not freeze DaemonSets", id="daemonset"),
+                 "DaemonSet is not in spec.kinds: add DaemonSet", id="daemonset"),
     pytest.param(meta("debug"), DEFAULT, "Pod/debug", "nsscaler does not freeze bare Pods", id="bare-pod"),
     pytest.param(meta("etcd-n1", owner=("v1", "Node", "n1")), DEFAULT, "Node/n1", "does not freeze static Pods",
                  id="static-pod"),

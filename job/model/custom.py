@@ -1,0 +1,74 @@
+"""Custom kinds: a policy names `<Kind>.<group>` (`Rollout.argoproj.io`), and its handler comes from the kind's
+CRD, once per run. The CRD is the only place that states `specReplicasPath` (the `/scale` endpoint hides it),
+and one LIST of CRDs answers for every custom kind of the run at once."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from job.model.kinds import BUILTIN, BUILTIN_NAMES, Kind, KindHandler, ReplicasHandler
+
+_PATH_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The kinds this run can serve, and why the others cannot be."""
+
+    handlers: dict[Kind, KindHandler]
+    unknown: dict[Kind, str]
+
+
+def _replica_path(text: str) -> tuple[str, ...] | None:
+    parts = tuple(text.removeprefix(".").split("."))
+    return parts if text.startswith(".spec.") and all(_PATH_SEGMENT.fullmatch(p) for p in parts) else None
+
+
+def _from_crd(kind: Kind, crd: dict[str, Any]) -> KindHandler | str:
+    spec = crd.get("spec") or {}
+    if spec.get("scope") != "Namespaced":
+        return f"kind {kind} is cluster-scoped; nsscaler freezes namespaced workloads only"
+    versions = sorted((v for v in spec.get("versions") or [] if v.get("served")),
+                      key=lambda v: not v.get("storage"))  # the storage version first
+    for version in versions:
+        scale = (version.get("subresources") or {}).get("scale")
+        if scale is None:
+            continue
+        path = _replica_path(str(scale.get("specReplicasPath", "")))
+        if path is None:
+            return f"kind {kind}: unsupported specReplicasPath {scale.get('specReplicasPath')!r}"
+        return ReplicasHandler(kind, spec["group"], version["name"], spec["names"]["plural"], path=path)
+    return f"kind {kind} has no /scale subresource, so nsscaler cannot tell how to scale it to zero"
+
+
+def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]]) -> Resolution:
+    """Handlers for `kinds`: built-ins as they are, custom ones from their CRD's scale subresource.
+
+    The CRD is the only place that states `specReplicasPath` (the `/scale` endpoint hides it), and one
+    LIST of CRDs answers for every custom kind of the run at once."""
+    handlers: dict[Kind, KindHandler] = dict(BUILTIN)
+    unknown: dict[Kind, str] = {}
+    custom = {k for k in kinds if k not in BUILTIN}
+    by_name: dict[Kind, dict[str, Any]] = {}
+    for crd in crds:  # keep only the CRDs asked for: the others can be large
+        names = (crd.get("spec") or {}).get("names") or {}
+        name = Kind(f"{names.get('kind')}.{(crd.get('spec') or {}).get('group')}")
+        if name in custom:
+            by_name[name] = crd
+    for kind in sorted(custom):
+        if kind.short in BUILTIN_NAMES and kind.group == BUILTIN[Kind(kind.short)].group:
+            unknown[kind] = f"kind {kind} is built in: write it as {kind.short}"
+            continue
+        if kind not in by_name:
+            unknown[kind] = (f"kind {kind} is not served by this cluster (no such built-in kind, and no "
+                             f"CustomResourceDefinition for it)")
+            continue
+        found = _from_crd(kind, by_name[kind])
+        if isinstance(found, str):
+            unknown[kind] = found
+        else:
+            handlers[kind] = found
+    return Resolution(handlers, unknown)
