@@ -107,7 +107,7 @@ def test_owners_nsscaler_does_not_freeze_are_named_with_the_fix(api: AdminApi, r
     assert set(reasons) == {"Pod/debug", "DaemonSet/agent", "Job/once", "CronJob/nightly"}
     assert reasons["CronJob/nightly"][0] == 2
     assert "nsscaler does not freeze bare Pods" in reasons["Pod/debug"][1]
-    assert "nsscaler does not freeze DaemonSets" in reasons["DaemonSet/agent"][1]
+    assert "add DaemonSet to spec.kinds" in reasons["DaemonSet/agent"][1]
     assert "add Job to spec.kinds" in reasons["Job/once"][1]
     assert "add CronJob to spec.kinds" in reasons["CronJob/nightly"][1]
     assert all(ANNOTATION_EXCLUDE in reason for _, reason in reasons.values())
@@ -115,7 +115,7 @@ def test_owners_nsscaler_does_not_freeze_are_named_with_the_fix(api: AdminApi, r
     assert drained["status"] == "False" and drained["message"].startswith("5 Pods still run in held namespaces: ")
     described = subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), "describe",
                                 "nsscaler", name], capture_output=True, text=True, check=True).stdout
-    assert "DaemonSet/agent" in described and "nsscaler does not freeze DaemonSets" in described
+    assert "DaemonSet/agent" in described and "add DaemonSet to spec.kinds" in described
 
     for kind, obj in [("Pod", "debug"), ("DaemonSet", "agent"), ("Job", "once"), ("CronJob", "nightly")]:
         api.patch(kind, obj, {"metadata": {"annotations": EXCLUDE}}, namespace=ns)
