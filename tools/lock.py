@@ -41,6 +41,7 @@ _DIGEST = re.compile(r"^# inputs sha256: ([0-9a-f]{64})$", re.MULTILINE)
 class Pin:
     version: str
     hashes: frozenset[str]
+    marker: str = ""  # the environment marker, empty when the package applies everywhere
 
 
 def inputs(pyproject: dict[str, object]) -> dict[str, list[str]]:
@@ -69,17 +70,17 @@ def read_pyproject(root: Path = ROOT) -> dict[str, object]:
 
 
 def pins(text: str) -> dict[str, Pin]:
-    """A lock's entries: canonical name -> version and sha256 hashes (markers are kept by pip, not needed here)."""
+    """A lock's entries: canonical name -> version, sha256 hashes and environment marker."""
     found: dict[str, Pin] = {}
     for line in re.sub(r"\\\n", " ", text).splitlines():
         entry = line.strip()
-        if not entry or entry.startswith("#"):
+        if not entry or entry.startswith(("#", "-")):  # comments; options (an index: `problems` refuses those)
             continue
-        match = re.match(r"^([A-Za-z0-9._-]+)==([^\s;]+)", entry)
+        match = re.match(r"^([A-Za-z0-9._-]+)==([^\s;]+)\s*(?:;\s*(.*?))?\s*(?:--hash|$)", entry)
         if not match:
             raise ValueError(f"not a pinned requirement: {entry[:80]!r}")
         hashes = frozenset(re.findall(r"--hash=sha256:([0-9a-f]{64})", entry))
-        found[canonicalize_name(match[1])] = Pin(match[2], hashes)
+        found[canonicalize_name(match[1])] = Pin(match[2], hashes, match[3] or "")
     return found
 
 
