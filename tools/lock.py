@@ -89,6 +89,7 @@ def problems(root: Path = ROOT) -> list[str]:
     expected = digest(read_pyproject(root))
     texts: dict[str, str] = {}
     found: list[str] = []
+    stale: list[str] = []
     for name in (RUNTIME, BUILD, DEV):
         path = root / name
         if not path.is_file():
@@ -97,9 +98,11 @@ def problems(root: Path = ROOT) -> list[str]:
         texts[name] = path.read_text()
         stamped = _DIGEST.search(texts[name])
         if not stamped or stamped[1] != expected:
-            found.append(f"{name} is stale against pyproject.toml")
+            stale.append(name)
         if re.search(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links)\b|://", texts[name], re.MULTILINE):
             found.append(f"{name} names a package index or a URL")
+    if stale:
+        found.insert(0, f"{', '.join(stale)} {'is' if len(stale) == 1 else 'are'} stale against pyproject.toml")
     parsed: dict[str, dict[str, Pin]] = {}
     for name, text in texts.items():
         try:

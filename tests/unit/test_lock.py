@@ -61,7 +61,7 @@ def test_the_committed_locks_match_pyproject() -> None:
 ])
 def test_a_changed_range_makes_every_lock_stale_in_one_line(project: Path, old: str, new: str) -> None:
     _edit(project / "pyproject.toml", old, new)
-    assert lock.problems(project) == [f"{name} is stale against pyproject.toml" for name in LOCKS]
+    assert lock.problems(project) == [f"{', '.join(LOCKS)} are stale against pyproject.toml"]
     result = _check(project)
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.rstrip().endswith("run `make lock`"), result.stderr
@@ -105,6 +105,11 @@ def test_an_entry_without_hashes_is_refused(project: Path) -> None:
 def test_a_lock_naming_an_index_is_refused(project: Path, line: str) -> None:
     (project / lock.BUILD).write_text(line + "\n" + (project / lock.BUILD).read_text())
     assert lock.problems(project) == [f"{lock.BUILD} names a package index or a URL"]
+
+
+def test_a_lock_compiled_from_other_inputs_is_named_alone(project: Path) -> None:
+    _edit(project / lock.BUILD, "# inputs sha256: ", "# inputs sha256: 0")
+    assert lock.problems(project) == [f"{lock.BUILD} is stale against pyproject.toml"]
 
 
 def test_a_missing_lock_is_named(project: Path) -> None:
