@@ -99,7 +99,7 @@ dry-run: install ## plan only, print the table of what would change
 manifests: install ## render an overlay (OVERLAY=prod|dry-run|local)
 	@$(BIN)/kubectl kustomize kustomize/overlays/$(OVERLAY)
 
-image: ## build the container image (Docker; without a Docker engine: buildah, offline, as localhost/nsscaler)
+image: ## build the container image from the locks (no Docker engine: buildah, offline, localhost/nsscaler; SBOM in the cache)
 	@if command -v docker >/dev/null; then docker build -t $(IMAGE):$(TAG) .; \
 	else $(PYTHON) -m tests.cluster.images project; fi
 
