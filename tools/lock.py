@@ -136,13 +136,22 @@ def _uv() -> str:
 def _compile(root: Path, output: str, sources: list[str], *, stdin: str = "", upgrade: bool, title: str,
              stamp: str) -> None:
     python = re.search(r"(\d+\.\d+)", inputs(read_pyproject(root))["requires-python"][0])
-    cmd = [_uv(), "pip", "compile", *sources, "--universal", "--generate-hashes", "--no-header", "--quiet",
-           "--python-version", python[1] if python else "3.11", "-o", output, *(["--upgrade"] if upgrade else [])]
-    subprocess.run(cmd, cwd=root, input=stdin, text=True, check=True)
-    path = root / output
-    header = (f"# {title}\n# Written by `make lock` (uv pip compile --universal --generate-hashes) from pyproject.toml;"
-              f" do not edit.\n# inputs sha256: {stamp}\n")
-    path.write_text(header + path.read_text())
+    path, draft = root / output, root / f".{output}.new"
+    # uv keeps the pins of the file it writes to where the ranges allow: it writes to a copy of the lock, and the
+    # lock is replaced only if it changes (an unchanged lock keeps its mtime, so .venv is not rebuilt for nothing).
+    draft.write_text(path.read_text() if path.exists() else "")
+    try:
+        cmd = [_uv(), "pip", "compile", *sources, "--universal", "--generate-hashes", "--no-header", "--quiet",
+               "--python-version", python[1] if python else "3.11", "-o", draft.name,
+               *(["--upgrade"] if upgrade else [])]
+        subprocess.run(cmd, cwd=root, input=stdin, text=True, check=True)
+        header = (f"# {title}\n# Written by `make lock` (uv pip compile --universal --generate-hashes) from"
+                  f" pyproject.toml; do not edit.\n# inputs sha256: {stamp}\n")
+        text = header + draft.read_text()
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    finally:
+        draft.unlink(missing_ok=True)
 
 
 def compile_locks(root: Path = ROOT, *, upgrade: bool = False) -> None:
