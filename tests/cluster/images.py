@@ -1,8 +1,10 @@
 """The node's container images, built here without any registry: nothing is ever pulled.
 
 - a Python base image from Debian packages (mmdebstrap), tagged as the Dockerfile's `FROM`, so the project's own
-  Dockerfile builds unchanged with `buildah bud` (its `RUN pip` reaches the package index, as with Docker);
-- nsscaler's image, from that Dockerfile;
+  Dockerfile builds unchanged with `buildah bud` (its `RUN pip` fetches the locked files from the package index, as
+  with Docker, and checks their hashes);
+- nsscaler's image, from that Dockerfile; its SBOM is copied out of the image next to its archive
+  (`nsscaler-<version>-<digest>.cdx.json`);
 - a workload image: Debian's static busybox, for Deployments and StatefulSets whose Pods really run;
 - the sandbox (pause) image, compiled from `build/pause/linux/pause.c` of the k8s.io/kubernetes module.
 
@@ -14,6 +16,7 @@ Buildah keeps its own storage there too (vfs driver: no mounts are left behind).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import hashlib
 import re
@@ -21,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.cluster import build, versions
@@ -31,7 +36,10 @@ BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", 
 SUITE = "bookworm"
 PAUSE_IMAGE = f"localhost/nsscaler/pause:{versions.PAUSE_VERSION}"
 #: what the project image is built from: a change to any of these builds it again
-_PROJECT_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "job")
+_PROJECT_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "requirements.lock",
+                   "requirements-build.lock", "tools/sbom.py", "job")
+#: where the Dockerfile puts the image's SBOM (the README documents it)
+SBOM_PATH = "/usr/share/nsscaler/sbom.cdx.json"
 
 
 def cache_dir() -> Path:
@@ -161,14 +169,55 @@ def _build_busybox(log: Path, _work: Path) -> None:
                   config=["--entrypoint", '["/bin/busybox"]', "--cmd", "sh", "--env", "PATH=/bin"], log=log)
 
 
-def _build_project(log: Path) -> None:
+def build_project(log: Path, tag: str | None = None) -> None:
+    """`buildah bud` of the Dockerfile as `tag` (default: the project image), every step run again (no layer
+    cache); the image's SBOM is then copied next to the project's archive in the cache."""
     base = dockerfile_base()
     if not _buildah("images", "--quiet", "--filter", f"reference={base}", log=log):
         _build_base(log)
     _progress(f"buildah bud of the Dockerfile (FROM {base}, built here)")
     # chroot isolation and the host network: no CNI of buildah's own, and `RUN pip` reaches the index.
     _buildah("bud", "--pull-never", "--isolation", "chroot", "--network", "host", "--layers=false",
-             "-t", project_image(), "-f", "Dockerfile", ".", log=log, cwd=ROOT)
+             "-t", tag or project_image(), "-f", "Dockerfile", ".", log=log, cwd=ROOT)
+    sbom = sbom_file()
+    sbom.write_bytes(contents(tag or project_image(), log=log).sbom)
+    _progress(f"its SBOM: {sbom}")
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What an image's Python environment holds: `pip freeze --all` of its venv's site-packages (pip, setuptools
+    and wheel included if there), and its SBOM."""
+
+    freeze: list[str]
+    sbom: bytes
+
+
+def contents(image: str, *, log: Path) -> Contents:
+    """Read an image's files without running it: its root filesystem mounted (vfs: a plain folder), `pip freeze
+    --all --path` of the venv's site-packages by this interpreter's pip, and the SBOM file."""
+    ctr = _buildah("from", "--pull=never", image, log=log)
+    try:
+        rootfs = Path(_buildah("mount", ctr, log=log))
+        try:
+            sites = sorted(rootfs.glob("opt/nsscaler/lib/python3*/site-packages"))
+            assert len(sites) == 1, f"{image}: expected one site-packages in /opt/nsscaler, found {sites}"
+            freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all", "--path", str(sites[0])],
+                                    capture_output=True, text=True, check=True).stdout.splitlines()
+            return Contents(freeze=freeze, sbom=(rootfs / SBOM_PATH.lstrip("/")).read_bytes())
+        finally:
+            _buildah("umount", ctr, log=log)
+    finally:
+        _buildah("rm", ctr, log=log)
+
+
+def remove_image(image: str, *, log: Path) -> None:
+    _buildah("rmi", image, log=log)
+
+
+def sbom_file() -> Path:
+    """The project image's SBOM in the cache, beside its archive (same name, `.cdx.json`)."""
+    return archives()[project_image()].with_suffix(".cdx.json")
 
 
 def archives() -> dict[str, Path]:
@@ -181,6 +230,15 @@ def archives() -> dict[str, Path]:
     }
 
 
+@contextlib.contextmanager
+def build_lock() -> Iterator[None]:
+    """Held while images are built into the shared cache (another checkout may build there too)."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / "images.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_images() -> dict[str, Path]:
     """Build whichever of the three images the cache lacks; return name -> archive."""
     wanted = archives()
@@ -188,8 +246,7 @@ def ensure_images() -> dict[str, Path]:
         return wanted
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "images.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with build_lock():
         log = folder / "build.log"
         builders = {PAUSE_IMAGE: _build_pause, busybox_image(): _build_busybox}
         for name, archive in wanted.items():
@@ -201,8 +258,10 @@ def ensure_images() -> dict[str, Path]:
                 if name in builders:
                     builders[name](log, Path(tmp))
                 else:
-                    _build_project(log)
-                    for stale in folder.glob(f"nsscaler-{name.rsplit(':', 1)[1]}-*.tar"):
+                    build_project(log)
+                    version = name.rsplit(':', 1)[1]
+                    for stale in {*folder.glob(f"nsscaler-{version}-*.tar"),
+                                  *folder.glob(f"nsscaler-{version}-*.cdx.json")} - {archive, sbom_file()}:
                         stale.unlink()
             _save(name, archive, log=log)
             _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
@@ -215,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.which == "project":
-            cache_dir().mkdir(parents=True, exist_ok=True)
-            _build_project(cache_dir() / "build.log")
+            with build_lock():
+                build_project(cache_dir() / "build.log")
             print(project_image())
         else:
             for name, path in ensure_images().items():

@@ -204,13 +204,19 @@ def test_kubectl_get_shows_the_printer_columns(control_plane, api, sa_kubeconfig
 
 
 def test_image_install_path_builds_a_wheel_that_runs(control_plane, tmp_path, crd):
-    """What the Dockerfile does, without Docker: build the wheel, install it alone into a fresh venv, run it."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--wheel-dir",
-                    str(tmp_path / "wheels"), str(ROOT)], check=True, capture_output=True)
+    """What the Dockerfile does, without Docker: build the wheel with the locked build backend (.venv's, from the
+    same pins), install requirements.lock (hashes checked, nothing resolved) and then the wheel alone into a fresh
+    venv, run it."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+                    "--wheel-dir", str(tmp_path / "wheels"), str(ROOT)], check=True, capture_output=True)
     (wheel,) = (tmp_path / "wheels").glob("nsscaler-*.whl")
     venv.create(tmp_path / "venv", with_pip=True)
     pip = tmp_path / "venv" / "bin" / "pip"
-    subprocess.run([str(pip), "install", "--quiet", str(wheel)], check=True, capture_output=True)
+    subprocess.run([str(pip), "install", "--quiet", "--require-hashes", "--no-deps", "-r",
+                    str(ROOT / "requirements.lock")], check=True, capture_output=True)
+    subprocess.run([str(pip), "install", "--quiet", "--no-deps", str(wheel)], check=True, capture_output=True)
+    broken = subprocess.run([str(pip), "check"], capture_output=True, text=True, check=False)
+    assert broken.returncode == 0, f"requirements.lock misses a dependency of the wheel: {broken.stdout}"
     nsscaler = tmp_path / "venv" / "bin" / "nsscaler"
     help_text = subprocess.run([str(nsscaler), "--help"], check=True, capture_output=True, text=True).stdout
     assert "--dry-run" in help_text and "--protected-namespaces" in help_text
