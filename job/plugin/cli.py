@@ -32,17 +32,24 @@ def _parser() -> argparse.ArgumentParser:
         "Wake a namespace an NSScaler holds at zero, for a bounded time, on the record; end your wake; see how "
         "a namespace or a policy stands. A wake takes effect on the next nsscaler run."))
     sub = top.add_subparsers(dest="command", required=True)
-    wake = sub.add_parser("wake", parents=[common],
-                          help="keep a held namespace running for a while (creates a Wake)")
+    wake = sub.add_parser("wake", parents=[common], help="keep a held namespace running for a while (creates a Wake)",
+                          description="Create a Wake in the namespace: from the next nsscaler run it keeps running "
+                                      "until the end you ask for, or the policy's wake.max_duration, whichever "
+                                      "comes first. Needs `edit` in the namespace.")
     wake.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
     wake.add_argument("--for", dest="duration", required=True, help="how long, e.g. 3h, 90m, 1h30m (the policy "
                                                                     "caps it at its wake.max_duration)")
     wake.add_argument("--reason", default="", help="why, in a few words (shown in Events and statuses)")
     sleep = sub.add_parser("sleep", parents=[common],
-                           help="end your wakes in a namespace (deletes the Wakes you created)")
+                           help="end your wakes in a namespace (deletes the Wakes you created)",
+                           description="Delete the Wakes you created in the namespace: unless another Wake keeps "
+                                       "it running, the next nsscaler run holds it again.")
     sleep.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
     status = sub.add_parser("status", parents=[common], help="whether a namespace is held or running, why, and "
-                                                             "until when; or a policy's namespaces")
+                                                             "until when; or a policy's namespaces",
+                            description="A namespace: held or running, its workloads frozen, its Wakes and what "
+                                        "they say, what each NSScaler you can read says. A policy: its held and "
+                                        "woken namespaces. Both: when the next run is due.")
     status.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
     status.add_argument("policy", nargs="?", help="an NSScaler's name, instead of a namespace")
     return top

@@ -13,8 +13,8 @@ _RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _NAMES = {**{m: i + 1 for i, m in enumerate(_MONTHS)}, **{d: i for i, d in enumerate(_DAYS)}}
-#: how far ahead to look (a schedule that runs less often is reported as unknown)
-HORIZON_DAYS = 400
+#: how far ahead to look: four years and a day, so a leap day is found (a schedule that never fires: unknown)
+HORIZON_DAYS = 4 * 365 + 2
 
 
 class BadSchedule(ValueError):
