@@ -169,13 +169,14 @@ def _keep(policy: Policy, state: PolicySelection, candidates: Sequence[Namespace
         state.recent[name] = change
 
 
-def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake],
-                now: dt.datetime | None) -> dict[tuple[str, str], WakeVerdict]:
+def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datetime | None, *,
+                touchable: set[str]) -> dict[tuple[str, str], WakeVerdict]:
     """Every Wake judged against the serving policies that have its namespace in scope."""
     if wakes and now is None:
         raise ValueError("there are Wakes: the selection needs `now`")
     serving = [p for p in policies if not p.spec.suspend]
-    return {w.key: wakes_api.judge(w, [p for p in serving if p.in_scope(w.namespace)], now=now)
+    return {w.key: wakes_api.judge(w, [p for p in serving if p.in_scope(w.namespace)], now=now,
+                                   untouchable=w.namespace not in touchable)
             for w in wakes if now is not None}
 
 
@@ -199,9 +200,9 @@ def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found
         for name in sorted(kept_by_self[p.name]):
             kept_by.setdefault(name, []).append(p.name)
 
-    judged = judge_wakes(policies, wakes, now)
-    woken = _woken(judged.values())
     touchable_names = {ns.name for ns in touchable}
+    judged = judge_wakes(policies, wakes, now, touchable=touchable_names)
+    woken = _woken(judged.values())
     verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
     held_by: dict[str, list[str]] = {}
     for ns in sorted(touchable, key=lambda n: n.name):

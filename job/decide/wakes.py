@@ -2,7 +2,8 @@
 and the words for its status and the namespace's Event.
 
 Rules, in order of precedence:
-1. A Wake whose spec cannot be read is Ignored, and says why.
+1. A Wake whose spec cannot be read is Ignored, and says why; so is one in a namespace nsscaler never touches
+   (protected, its own, Terminating).
 2. A Wake in a namespace that no serving (unsuspended) policy has in scope is Ignored: a wake never touches
    a namespace no policy holds.
 3. If one of those policies says `wake.allowed: false`, the Wake is Ignored, naming that policy.
@@ -51,10 +52,13 @@ def woken_words(verdict: WakeVerdict) -> str:
     return f"woken by {w.requested_by or 'an unknown user'}{until}" + (f": {w.reason}" if w.reason else "")
 
 
-def judge(wake: Wake, in_scope: Sequence[Policy], *, now: dt.datetime) -> WakeVerdict:
+def judge(wake: Wake, in_scope: Sequence[Policy], *, now: dt.datetime, untouchable: bool = False) -> WakeVerdict:
     """Rules 1-5 for one Wake; `in_scope`: the serving policies that have its namespace in scope."""
     if wake.invalid or wake.requested_end is None:
         return WakeVerdict(wake, STATE_IGNORED, wake.invalid or "spec has no end")
+    if untouchable:
+        return WakeVerdict(wake, STATE_IGNORED, f"nsscaler never touches namespace {wake.namespace} (protected, "
+                                                f"its own, or Terminating): there is nothing to wake")
     names = tuple(sorted(p.name for p in in_scope))
     if not in_scope:
         return WakeVerdict(wake, STATE_IGNORED, f"no serving NSScaler has namespace {wake.namespace} in scope: "

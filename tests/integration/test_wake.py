@@ -54,6 +54,13 @@ def wake_obj(ns: str, duration: str, *, name: str | None = "w", **spec: Any) -> 
             "spec": {"duration": duration, **spec}}
 
 
+def plugin(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl nsscaler ...`: kubectl finds the installed `kubectl-nsscaler` on PATH."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([kubectl(), "nsscaler", *args], capture_output=True, text=True, env=env, check=False)
+
+
 class User:
     """A real user of the cluster: a client certificate with this common name, and a kubeconfig for it."""
 
@@ -63,10 +70,7 @@ class User:
         self.kubeconfig = plane.kubeconfig(folder / f"{name}.kubeconfig", user=name, cert=self.cert, key=self.key)
 
     def plugin(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """`kubectl nsscaler ...`: kubectl finds the installed `kubectl-nsscaler` on PATH."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig),
-               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        return subprocess.run([kubectl(), "nsscaler", *args], capture_output=True, text=True, env=env, check=False)
+        return plugin(self.kubeconfig, *args)
 
     def post(self, obj: dict[str, Any]) -> requests.Response:
         s = requests.Session()
@@ -193,6 +197,12 @@ def test_sleep_ends_a_wake_early(api: AdminApi, control_plane, people, prefix):
     assert sizes(api, ns) == frozen(policy)
     shown = alice.plugin("status", "-n", ns)
     assert shown.returncode == 0 and f"{ns}: held: 2 workloads frozen" in shown.stdout, shown.stdout
+    assert "next nsscaler run: unknown (cannot read CronJob nsscaler/nsscaler: 403)" in shown.stdout
+    api.create(builders.cronjob(prefix + "v2", "tick"))  # a CronJob the admin can read: "0 3 * * *"
+    shown = plugin(control_plane.admin_kubeconfig, "status", policy, "--cronjob", f"{prefix}v2/tick")
+    assert shown.returncode == 0, shown.stderr
+    assert f"NSScaler {policy}: holding True, 1 held, 0 woken" in shown.stdout
+    assert "next nsscaler run due " in shown.stdout and "(schedule '0 3 * * *')" in shown.stdout
 
 
 @pytest.mark.usefixtures("wake_admission")

@@ -29,7 +29,7 @@ def a_wake(ns: str, *, hours: float = 3, name: str = "w", by: str = "alice", rea
 
 
 def run(policies: list[policy_api.Policy], wakes_: list[Wake], now: dt.datetime,
-        names: tuple[str, ...] = ("shop-v1", "shop-v2", "shop-v3", "other-v1")) -> Selection:
+        names: tuple[str, ...] = ("shop-v1", "shop-v2", "shop-v3", "other-v1", "kube-system")) -> Selection:
     return select(policies, namespaces=namespaces(*names), found={}, settings=settings(), now=now, wakes=wakes_)
 
 
@@ -70,6 +70,8 @@ def test_the_policy_caps_a_long_wake_and_says_so():
     pytest.param([policy("shop", "shop-")], "other-v1", "no serving NSScaler has namespace other-v1 in scope",
                  id="no policy has it in scope"),
     pytest.param([policy("shop", "shop-", suspend=True)], "shop-v1", "no serving NSScaler", id="suspended"),
+    pytest.param([policy("kube", "kube-")], "kube-system", "nsscaler never touches namespace kube-system",
+                 id="protected"),
 ])
 def test_an_ignored_wake_says_why_and_changes_nothing(policies, ns, why):
     with_wake = run(policies, [a_wake(ns)], T0 + H)
