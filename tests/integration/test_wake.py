@@ -22,6 +22,7 @@ from job import run
 from job.cluster.kube import Kube
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
 from job.model.settings import Settings
+from job.report import namespace_table
 from tests import builders
 from tests.builders import AdminApi, wait_until
 from tests.cluster import controlplane, pki
@@ -158,6 +159,8 @@ def test_a_user_with_edit_wakes_a_held_namespace_on_the_record(api: AdminApi, co
 
     report = run_at(control_plane, now)
     assert report.count("applied") == 2
+    [row] = [line for line in namespace_table(report).splitlines() if line.startswith(ns)]
+    assert f"kept: woken by {alice.name} until" in row  # the dry-run table says why it runs
     assert sizes(api, ns) == RUNNING  # every workload back exactly
     status = only_wake(api, ns)["status"]
     end = created(wake) + dt.timedelta(hours=3)
