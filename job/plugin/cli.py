@@ -12,7 +12,7 @@ from typing import Any
 
 from job.model import policy as policy_api
 from job.model import wake as wake_api
-from job.model.marks import ANNOTATION_SCALED_BY, SCALED_SELECTOR
+from job.model.marks import ANNOTATION_SCALED_BY, LABEL_SCALED
 from job.plugin import cron
 from job.plugin.client import Client, Refused
 
@@ -118,19 +118,23 @@ def sleep(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
     return 0
 
 
-def _frozen(client: Client, ns: str) -> list[str]:
-    """ "Deployment/web (by shop)" for each workload carrying nsscaler's record in `ns` (those it can read)."""
-    out = []
+def _workloads(client: Client, ns: str) -> tuple[list[str], list[str]]:
+    """What nsscaler froze in `ns` ("Deployment/web (by shop)") and what still runs ("Deployment/api: 2"), of
+    the kinds it freezes by default and CronJobs, as far as the user may read them."""
+    frozen, running = [], []
     for version, plural, kind in _FROZEN_KINDS:
         try:
-            items = client.call("GET", f"/apis/{version}/namespaces/{ns}/{plural}",
-                                params={"labelSelector": SCALED_SELECTOR}).get("items") or []
+            items = client.call("GET", f"/apis/{version}/namespaces/{ns}/{plural}").get("items") or []
         except Refused:
             continue
         for o in items:
-            by = (o["metadata"].get("annotations") or {}).get(ANNOTATION_SCALED_BY)
-            out.append(f"{kind}/{o['metadata']['name']} (by {by})")
-    return out
+            meta, spec = o["metadata"], o.get("spec") or {}
+            if (meta.get("labels") or {}).get(LABEL_SCALED) == "true":
+                frozen.append(f"{kind}/{meta['name']} (by {(meta.get('annotations') or {}).get(ANNOTATION_SCALED_BY)})")
+            elif spec.get("replicas", 1) and not spec.get("suspend"):
+                size = f": {spec['replicas']}" if "replicas" in spec else ""
+                running.append(f"{kind}/{meta['name']}{size}")
+    return frozen, running
 
 
 def _wake_lines(client: Client, ns: str) -> list[str]:
@@ -173,11 +177,10 @@ def status(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int
     if args.policy:
         return _policy_status(client, args.policy, cronjob=args.cronjob, now=now)
     ns = args.namespace or client.namespace
-    frozen = _frozen(client, ns)
+    frozen, running = _workloads(client, ns)
     print(f"{ns}: {'held: ' + str(len(frozen)) + ' workloads frozen' if frozen else 'running'}")
-    for line in frozen[:20]:
-        print(f"  frozen {line}")
-    print("\n".join(_wake_lines(client, ns) + _policy_lines(client, ns)))
+    lines = [f"  frozen {line}" for line in frozen[:20]] + [f"  runs {line}" for line in running[:20]]
+    print("\n".join(lines + _wake_lines(client, ns) + _policy_lines(client, ns)))
     print(next_run_words(client, args.cronjob, now=now))
     return 0
 

@@ -141,16 +141,8 @@ def test_a_user_with_edit_wakes_a_held_namespace_on_the_record(api: AdminApi, co
     now = dt.datetime.now(dt.UTC)
     run_at(control_plane, now)
     assert sizes(api, ns) == frozen(policy)
-    alice, bob = people["alice"], people["bob"]
+    alice = people["alice"]
     grant_edit(api, ns, alice)
-
-    refused = bob.plugin("wake", "-n", ns, "--for", "3h")
-    assert refused.returncode == 1 and "forbidden" in refused.stderr, refused.stderr
-    forged = alice.post(wake_obj(ns, "3h", name="forged", requestedBy=bob.name))
-    assert forged.status_code == 403, forged.text
-    assert "spec.requestedBy must be the requesting user" in forged.text
-    assert api.list("Wake", ns) == []
-
     woke = alice.plugin("wake", "-n", ns, "--for", "3h", "--reason", "customer demo")
     assert woke.returncode == 0, woke.stderr
     assert "Pending until the next run" in woke.stdout and "next nsscaler run: unknown" in woke.stdout
@@ -167,6 +159,9 @@ def test_a_user_with_edit_wakes_a_held_namespace_on_the_record(api: AdminApi, co
     assert status["state"] == "Active" and status["policy"] == policy and status["capped"] is False
     assert status["appliedUntil"] == end.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert status["message"] == f"woken by {alice.name} until {end:%Y-%m-%dT%H:%MZ}: customer demo"
+    shown = alice.plugin("status", "-n", ns).stdout
+    assert f"{ns}: running\n  runs Deployment/web: 3\n  runs StatefulSet/db: 2\n" in shown, shown
+    assert f"Wake {wake['metadata']['name']}: Active, by {alice.name}, until {status['appliedUntil']}" in shown
     shop_status = api.status(policy)
     assert shop_status["counts"]["wokenNamespaces"] == 1 and shop_status["counts"]["heldNamespaces"] == 0
     assert [(w["namespace"], w["by"], w["reason"]) for w in shop_status["wokenNamespaces"]] == \
@@ -174,13 +169,37 @@ def test_a_user_with_edit_wakes_a_held_namespace_on_the_record(api: AdminApi, co
     events = [e for e in api.list("Event", ns) if e["involvedObject"]["kind"] == "Namespace"]
     assert [e["reason"] for e in events] == ["Woken"] and alice.name in events[0]["message"]
 
+    seen = only_wake(api, ns)["metadata"]["resourceVersion"]
     steady = run_at(control_plane, now + dt.timedelta(hours=2, minutes=59))
-    assert steady.count("applied") == 0 and steady.requests.get("patch") == 1  # only the NSScaler's status
+    assert steady.count("applied") == 0
+    assert only_wake(api, ns)["metadata"]["resourceVersion"] == seen  # an unchanged status is not sent again
     after = run_at(control_plane, end + dt.timedelta(minutes=1))
     assert after.count("applied") == 2
     assert sizes(api, ns) == frozen(policy)  # the record is the original one
     assert only_wake(api, ns)["status"]["state"] == "Expired"
     assert api.status(policy)["counts"]["wokenNamespaces"] == 0
+
+
+@pytest.mark.usefixtures("wake_admission")
+def test_only_edit_may_wake_and_the_requester_cannot_be_forged(api: AdminApi, people, prefix):
+    ns, _ = shop(api, prefix)
+    alice, bob = people["alice"], people["bob"]
+    grant_edit(api, ns, alice)
+    refused = bob.plugin("wake", "-n", ns, "--for", "3h")
+    assert refused.returncode == 1 and "forbidden" in refused.stderr, refused.stderr
+    assert f'User "{bob.name}" cannot create resource "wakes"' in refused.stderr
+    forged = alice.post(wake_obj(ns, "3h", name="forged", requestedBy=bob.name))
+    assert forged.status_code == 403, forged.text
+    assert "spec.requestedBy must be the requesting user" in forged.text
+    own = alice.post(wake_obj(ns, "3h", name="own", requestedBy=alice.name))  # her own name is no forgery
+    assert own.status_code == 201, own.text
+    assert [w["metadata"]["name"] for w in api.list("Wake", ns)] == ["own"]
+    # even cluster-admin cannot change alice's wake under her name (deleting it is another matter)
+    taken = api.http.patch(api.url("Wake", ns, "own"), json={"spec": {"duration": "8h"}}, timeout=30,
+                           headers={"Content-Type": "application/merge-patch+json"})
+    assert taken.status_code == 403 and "spec.requestedBy must be the requesting user" in taken.text
+    relabelled = api.patch("Wake", "own", {"metadata": {"labels": {"team": "shop"}}}, namespace=ns)
+    assert relabelled["spec"] == {"duration": "3h", "requestedBy": alice.name}
 
 
 @pytest.mark.usefixtures("wake_admission")
