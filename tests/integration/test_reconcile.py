@@ -180,4 +180,4 @@ def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, run_job, pre
     make_family(api, prefix, {f"m{i}": {"d-web": 0} for i in range(30)})
     large = run_job().requests
     assert small == large, (small, large)
-    assert sum(large.values()) <= 12
+    assert sum(large.values()) <= 13  # 12 before Wakes, plus their one LIST (issue 23)
