@@ -9,7 +9,7 @@ import sys
 from typing import IO, Any, TextIO
 
 from job.decide.actions import ActionResult, Verb
-from job.decide.status import PolicyOutcome, remaining_entries, reverted_entries
+from job.decide.status import PolicyOutcome, remaining_entries, reverted_entries, woken_entries
 from job.run import RunReport
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -90,7 +90,7 @@ def namespace_table(report: RunReport) -> str:
         if chosen.not_holding:
             rows.append(("*", p.name, chosen.reason("")))
             continue
-        for ns in sorted({*p.held, *p.active, *p.kept_running_by, *chosen.recent}):
+        for ns in sorted({*p.held, *p.active, *p.kept_running_by, *chosen.recent, *chosen.woken}):
             rows.append((ns, p.name, chosen.reason(ns)))
     return _columns(rows) if len(rows) > 1 else ""
 
@@ -116,6 +116,7 @@ def _selection_json(outcome: PolicyOutcome) -> dict[str, Any]:
         "nextChange": chosen.next_change.isoformat() if chosen.next_change else None,
         "recent": {ns: {"lastActivity": c.time.isoformat(), "by": c.by} for ns, c in sorted(chosen.recent.items())},
         "notHolding": chosen.not_holding or None,
+        "woken": woken_entries(sorted(chosen.woken.items())),
     }
 
 

@@ -23,10 +23,11 @@ from job.cluster import census as census_api
 from job.cluster import read
 from job.cluster.access import preflight, startup_error
 from job.cluster.kube import Kube
-from job.cluster.write import carry_out, send_events, write_statuses
+from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
 from job.decide import reads
+from job.decide import wakes as wakes_api
 from job.decide.actions import ActionResult, Verb
 from job.decide.decision import Decision, again, decide
 from job.decide.drain import frozen_now, reverts
@@ -109,7 +110,8 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
                                         settings=settings)
         report = replace(report, results=results, problems=_orphan_problems(snapshot, decision, results, census))
         stages.done("pods")
-        report = replace(report, policies=_report(kube, outcomes, results, settings=settings, now=now))
+        report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
+                                                  now=now))
         _log_problems(decision)
         stages.done("status")
     finally:
@@ -126,17 +128,20 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
     try:
         namespaces = read.namespaces(kube)
+        wakes = read.wakes(kube)
         handlers = list(kinds.handlers.values())
-        guess = select(policies, namespaces=namespaces, workloads=[], settings=settings, now=now)
+        guess = select(policies, namespaces=namespaces, workloads=[], settings=settings, now=now, wakes=wakes)
         workloads = read.workloads(kube, reads.Kinds(
             handlers, kinds_in_use(policies), family=reads.families(policies, handlers, namespaces),
             all_namespaces=len(namespaces), guess=guess))
-        selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
+        selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now,
+                           wakes=wakes)
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
         workloads = read.complete(kube, workloads, needed)
     except ApiError as exc:
         raise startup_error(kube, exc) from None
-    return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads))
+    return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
+                    wakes=tuple(wakes))
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
@@ -180,15 +185,20 @@ def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[A
     return problems + [pr.message for pr in decision.problems if pr.policy not in known]
 
 
-def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResult], *, settings: Settings,
-            now: dt.datetime) -> list[PolicyOutcome]:
-    """The statuses, then the Events (which say whether a status could not be written)."""
+def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResult], *, decision: Decision,
+            settings: Settings, now: dt.datetime) -> list[PolicyOutcome]:
+    """The statuses (the NSScalers', then the Wakes' that changed), then the Events (which say whether a
+    status could not be written)."""
     if not settings.dry_run:
         bodies = [(o.name, build_status(o, now=now, list_limit=settings.status_list_limit)) for o in outcomes]
         failed = write_statuses(kube, bodies)
         outcomes = [outcome_api.with_status_failure(o, failed[o.name]) if o.name in failed else o
                     for o in outcomes]
-        send_events(kube, events_api.of_run(results, outcomes, settings=settings), now=now)
+        judged = decision.plan.selection.wakes.values() if decision.plan.selection is not None else ()
+        changed = wakes_api.status_updates(judged)
+        write_wake_statuses(kube, [(verdict.wake, body) for verdict, body in changed])
+        send_events(kube, events_api.of_run(results, outcomes, settings=settings,
+                                            wakes=[verdict for verdict, _ in changed]), now=now)
     return outcomes
 
 

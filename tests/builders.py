@@ -36,6 +36,8 @@ _PATHS = {
     "Fleet": ("/apis/test.nsscaler.io/v1", "fleets", True),
     "Plain": ("/apis/test.nsscaler.io/v1", "plains", True),
     "NSScaler": (f"/apis/{NSSCALER_VERSION}", "nsscalers", False),
+    "Wake": (f"/apis/{NSSCALER_VERSION}", "wakes", True),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),

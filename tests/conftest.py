@@ -29,6 +29,7 @@ from tests.cluster.__main__ import running
 
 ROOT = Path(__file__).resolve().parent.parent
 CRD = ROOT / "kustomize" / "base" / "crd.yaml"
+WAKE_CRD = ROOT / "kustomize" / "base" / "wake-crd.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +67,10 @@ def kubectl() -> str:
 @pytest.fixture(scope="session")
 def crd(api: AdminApi, control_plane: controlplane.ControlPlane) -> None:
     apply_manifest(control_plane.admin_kubeconfig, CRD)
+    apply_manifest(control_plane.admin_kubeconfig, WAKE_CRD)
     wait_until(api.crd_established, timeout=30, what="the NSScaler CRD to be established")
+    wait_until(lambda: api.crd_established("wakes.operators.wubw.fun"), timeout=30,
+               what="the Wake CRD to be established")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from job.cluster.kube import Access, Kube
 from job.decide import pods
 from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
+from job.model import wake as wake_api
 from job.model.autoscalers import HPA_PLURAL, SCALED_OBJECTS
 from job.model.kinds import BUILTIN, KindHandler
 from job.model.marks import AGGREGATE_LABEL
@@ -26,7 +27,8 @@ def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -
     """Exactly what a run calls; the ClusterRole in kustomize/base grants this (for built-in kinds) and
     nothing more. A custom kind a policy names adds its own three verbs, granted by a small ClusterRole
     that the aggregation label folds into nsscaler's."""
-    needed = [Access(policy_api.GROUP, policy_api.PLURAL, "list"), Access("", "namespaces", "list"),
+    needed = [Access(policy_api.GROUP, policy_api.PLURAL, "list"), Access(policy_api.GROUP, wake_api.PLURAL, "list"),
+              Access("", "namespaces", "list"),
               Access("", "pods", "list"), Access("apiextensions.k8s.io", CRD_PLURAL, "list"),
               Access("autoscaling", HPA_PLURAL, "list"), *_kind_access(SCALED_OBJECTS)]
     for handler in [*BUILTIN.values(), *custom]:
@@ -36,6 +38,7 @@ def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -
                for api_version, plural in pods.LISTABLE.values()]
     if not settings.dry_run:
         needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
+        needed.append(Access(policy_api.GROUP, f"{wake_api.PLURAL}/status", "patch"))
         if settings.events:
             needed.append(Access("", "events", "create"))
     return list(dict.fromkeys(needed))  # once each, however many reasons ask for it

@@ -290,9 +290,11 @@ class Kube:
         self._send("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}", json=body,
                    headers=_MERGE_PATCH, params=self._write_params(dry_run), parse=False)
 
-    def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any]) -> None:
+    def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any],
+                     namespace: str | None = None) -> None:
+        where: dict[str, Any] = {"namespace": namespace} if namespace else {}
         self._send("patch", "PATCH", version=version, url=f"{plural}/{name}/status", json={"status": status},
-                   headers=_MERGE_PATCH, params=self._write_params(False), parse=False)
+                   headers=_MERGE_PATCH, params=self._write_params(False), parse=False, **where)
 
     def create_event(self, *, namespace: str, involved: dict[str, str], reason: str, message: str,
                      warning: bool, now: dt.datetime) -> None:

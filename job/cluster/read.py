@@ -1,7 +1,7 @@
 """What a run reads before it decides: policies, kinds (discovery), access, namespaces, workloads, autoscalers.
 
 The reads cost the same however many workloads there are: the NSScalers, the CRDs (only when a policy
-names a custom kind), one SelfSubjectRulesReview, the namespaces, per kind one metadata-only LIST
+names a custom kind), one SelfSubjectRulesReview, the namespaces, the Wakes (one LIST), per kind one metadata-only LIST
 (cluster-wide, or, when the family is a small part of the cluster, our records cluster-wide and the rest per
 family namespace: `job.decide.listing`),
 whole objects only for the workloads a decision needs and metadata cannot settle, and, only in a run
@@ -21,6 +21,7 @@ from job.cluster.kube import Kube
 from job.decide import listing, reads
 from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
+from job.model import wake as wake_api
 from job.model.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
 from job.model.custom import Resolution, resolve
 from job.model.kinds import BUILTIN, Kind, KindHandler, listed_for
@@ -74,6 +75,19 @@ NAMESPACE_PAGES = 4
 def namespaces(kube: Kube) -> list[Namespace]:
     return [namespace_from_api(o) for o in kube.list_all(version="v1", plural="namespaces", metadata_only=True,
                                                          page_size=NAMESPACE_PAGES * kube.settings.page_size)]
+
+
+def wakes(kube: Kube) -> list[wake_api.Wake]:
+    """Every Wake, whole, in one LIST (they are few and small); none when the Wake CRD is not installed
+    (404: an install from before Wakes existed keeps working, without them)."""
+    try:
+        found = kube.list_all(version=policy_api.API_VERSION, plural=wake_api.PLURAL)
+        return sorted((wake_api.parse(o) for o in found), key=lambda w: w.key)
+    except ApiError as exc:
+        if exc.status == 404:
+            log.debug("the Wake CRD (%s) is not installed: no wakes", wake_api.CRD_NAME)
+            return []
+        raise
 
 
 def workloads(kube: Kube, kinds: reads.Kinds) -> list[Workload]:

@@ -21,7 +21,9 @@ from job.decide.decision import Write
 from job.decide.events import Event
 from job.errors import ApiError, Conflict
 from job.model import policy as policy_api
+from job.model import wake as wake_api
 from job.model.settings import Settings
+from job.model.wake import Wake
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,19 @@ def write_statuses(kube: Kube, bodies: Iterable[tuple[str, dict[str, Any]]]) -> 
                 log.error("could not write the status of NSScaler %s: %s", name, exc,
                           extra={"event": "status-failed", "policy": name})
     return failed
+
+
+def write_wake_statuses(kube: Kube, updates: Iterable[tuple[Wake, dict[str, Any]]]) -> None:
+    """Each changed Wake's status. A Wake deleted during the run (a `sleep`) has none to write; any other
+    failure is logged and the next run writes it again (the Wake's status is a courtesy, the decision is made)."""
+    for wake, status in updates:
+        try:
+            kube.patch_status(version=policy_api.API_VERSION, plural=wake_api.PLURAL, name=wake.name,
+                              namespace=wake.namespace, status=status)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("could not write the status of Wake %s/%s: %s", wake.namespace, wake.name, exc,
+                            extra={"event": "wake-status-failed", "namespace": wake.namespace, "wake": wake.name})
 
 
 def send_events(kube: Kube, events: Iterable[Event], *, now: dt.datetime) -> None:

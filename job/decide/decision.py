@@ -70,7 +70,7 @@ def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime) -> Decis
     the decision says so (`needs`) and holds no write."""
     workloads = snapshot.workloads
     selection = select(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
-                       now=now)
+                       now=now, wakes=snapshot.wakes)
     plan = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
                      now=now, selection=selection, excluded_owners=excluded_owners_of(workloads))
     kept = hpa_rechecks(snapshot.policies, plan.actions, workloads)

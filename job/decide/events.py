@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from job.decide import drain
 from job.decide.actions import ActionResult, Verb
 from job.decide.status import PolicyOutcome
+from job.decide.wakes import WakeVerdict
 from job.model import policy as policy_api
 from job.model.settings import Settings
+from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED
 
 #: where Events about cluster-scoped objects (the NSScalers) go, as kubectl expects
 CLUSTER_EVENTS_NAMESPACE = "default"
@@ -32,13 +34,31 @@ class Event:
     warning: bool = False
 
 
-def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *, settings: Settings) -> list[Event]:
+def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *, settings: Settings,
+           wakes: Iterable[WakeVerdict] = ()) -> list[Event]:
     """Every Event of a run: one per applied change and one per revert (each within the workload budget),
-    then one or two per policy."""
+    one or two per policy, then one per Wake whose state this run changed."""
     if not settings.events:
         return []
     limit = settings.workload_events_limit
-    return [*changes(results)[:limit], *reverts(list(results))[:limit], *of_policies(outcomes)]
+    return [*changes(results)[:limit], *reverts(list(results))[:limit], *of_policies(outcomes), *of_wakes(wakes)]
+
+
+_WAKE_REASONS = {STATE_ACTIVE: "Woken", STATE_EXPIRED: "WakeEnded", STATE_IGNORED: "WakeIgnored"}
+
+
+def of_wakes(judged: Iterable[WakeVerdict]) -> list[Event]:
+    """On the namespace, when a Wake's state changes: who woke it and until when, that the wake ended, or why
+    it is ignored (a Warning)."""
+    events = []
+    for v in judged:
+        if v.wake.status.get("state") == v.state or v.state not in _WAKE_REASONS:
+            continue
+        ns = v.wake.namespace
+        involved = {"apiVersion": "v1", "kind": "Namespace", "name": ns, "namespace": ns}
+        events.append(Event(ns, involved, _WAKE_REASONS[v.state], f"Wake {v.wake.name}: {v.message}",
+                            warning=v.state == STATE_IGNORED))
+    return events
 
 
 def changes(results: Iterable[ActionResult]) -> list[Event]:

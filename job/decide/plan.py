@@ -31,11 +31,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job.decide import selection as selection_api
+from job.decide import wakes as wakes_api
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.model.kinds import Kind
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
+from job.model.wake import Wake
 from job.model.workloads import Namespace, Workload
 
 
@@ -75,6 +77,8 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
     state = chosen.policies.get(owner.name)
     if state is not None and state.not_holding:
         return f"{owner.name} holds nothing: {state.not_holding}"
+    if verdict and verdict.woken:
+        return wakes_api.woken_words(verdict.woken)
     if verdict and verdict.keepers:
         if state is not None and workload.namespace in state.recent:
             return state.reason(workload.namespace)
@@ -85,13 +89,15 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
 
 
 def select(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
-           workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None) -> Selection:
+           workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None,
+           wakes: Sequence[Wake] = ()) -> Selection:
     """Which namespaces each serving policy holds: activity is ranked only when a policy keeps the most
-    recently active namespaces running."""
+    recently active namespaces running; the Wakes keep held namespaces running."""
     valid = [p for p in policies if isinstance(p, Policy)]
     needs_activity = any(p.spec.keep_recent and not p.spec.suspend for p in valid)
     observed = selection_api.activity(workloads) if needs_activity else {}
-    return selection_api.select(valid, namespaces=namespaces, found=observed, settings=settings, now=now)
+    return selection_api.select(valid, namespaces=namespaces, found=observed, settings=settings, now=now,
+                                wakes=wakes)
 
 
 def excluded_owners_of(workloads: Iterable[Workload]) -> frozenset[tuple[str, str, str]]:

@@ -14,6 +14,8 @@ Rules, in order of precedence:
    policy's kinds (see `job.model.activity`).
 4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
    "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
+5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.wakes`): a wake
+   only ever adds running namespaces, and ends exactly at its applied end.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from job.decide import wakes as wakes_api
+from job.decide.wakes import WakeVerdict
 from job.model.activity import CREATED, Change
 from job.model.kinds import Kind
 from job.model.policy import Policy
 from job.model.settings import Settings
+from job.model.wake import Wake
 from job.model.workloads import Namespace, Workload
 
 _NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
@@ -42,10 +47,12 @@ class Verdict:
     holders: tuple[Policy, ...] = ()
     keepers: tuple[str, ...] = ()
     untouchable: bool = False
+    #: the Wake keeping it running though its holders would hold it (rule 5)
+    woken: WakeVerdict | None = None
 
     def holder_for(self, kinds: frozenset[Kind]) -> Policy | None:
         """The first holder selecting any of `kinds` (a CronJob's Job is held by a policy selecting CronJob)."""
-        if self.keepers or self.untouchable:
+        if self.keepers or self.untouchable or self.woken:
             return None
         return next((p for p in self.holders if kinds & p.kinds), None)
 
@@ -65,6 +72,8 @@ class PolicySelection:
     held: list[str] = field(default_factory=list)
     #: namespaces it would hold, but another policy keeps running ("active wins")
     kept_running_by: dict[str, list[str]] = field(default_factory=dict)
+    #: namespaces it would hold, kept running by a Wake (rule 5)
+    woken: dict[str, WakeVerdict] = field(default_factory=dict)
     #: why it is not holding right now (empty while holding)
     not_holding: str = ""
     keep_recent: int = 0
@@ -83,6 +92,8 @@ class PolicySelection:
             change = self.recent[namespace]
             return (f"kept: {self._recent_words} (last change {change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} "
                     f"by {change.by})")
+        if namespace in self.woken:
+            return f"kept: {wakes_api.woken_words(self.woken[namespace])}"
         if namespace in self.kept_running_by:
             return f"kept: active for {', '.join(self.kept_running_by[namespace])} (active wins)"
         if namespace in self.listed:
@@ -97,6 +108,8 @@ class Selection:
     policies: dict[str, PolicySelection]
     #: namespace -> the policies holding it
     held_by: dict[str, list[str]]
+    #: (namespace, name) -> how the run judged each Wake
+    wakes: dict[tuple[str, str], WakeVerdict] = field(default_factory=dict)
 
 
 def activity(workloads: Iterable[Workload]) -> dict[str, dict[Kind, Change]]:
@@ -156,11 +169,23 @@ def _keep(policy: Policy, state: PolicySelection, candidates: Sequence[Namespace
         state.recent[name] = change
 
 
+def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datetime | None, *,
+                touchable: set[str]) -> dict[tuple[str, str], WakeVerdict]:
+    """Every Wake judged against the serving policies that have its namespace in scope."""
+    if wakes and now is None:
+        raise ValueError("there are Wakes: the selection needs `now`")
+    serving = [p for p in policies if not p.spec.suspend]
+    return {w.key: wakes_api.judge(w, [p for p in serving if p.in_scope(w.namespace)], now=now,
+                                   untouchable=w.namespace not in touchable)
+            for w in wakes if now is not None}
+
+
 def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,
-           settings: Settings, now: dt.datetime | None) -> Selection:
+           settings: Settings, now: dt.datetime | None, wakes: Sequence[Wake] = ()) -> Selection:
     """Decide which namespaces each policy holds, keeps running, or leaves alone, and why.
 
-    `now` may be None only when no serving policy has hold_windows or until (ValueError otherwise)."""
+    `now` may be None only when no serving policy has hold_windows or until and there is no Wake
+    (ValueError otherwise)."""
     protected = set(settings.protected_namespaces)
     if settings.own_namespace:
         protected.add(settings.own_namespace)
@@ -176,6 +201,8 @@ def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found
             kept_by.setdefault(name, []).append(p.name)
 
     touchable_names = {ns.name for ns in touchable}
+    judged = judge_wakes(policies, wakes, now, touchable=touchable_names)
+    woken = _woken(judged.values())
     verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
     held_by: dict[str, list[str]] = {}
     for ns in sorted(touchable, key=lambda n: n.name):
@@ -187,8 +214,21 @@ def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found
         if keepers:
             for p in holders:
                 states[p.name].kept_running_by[ns.name] = list(keepers)
+        elif ns.name in woken:
+            verdicts[ns.name] = Verdict(holders=holders, woken=woken[ns.name])
+            for p in holders:
+                states[p.name].woken[ns.name] = woken[ns.name]
         else:
             held_by[ns.name] = [p.name for p in holders]
             for p in holders:
                 states[p.name].held.append(ns.name)
-    return Selection(verdicts=verdicts, policies=states, held_by=held_by)
+    return Selection(verdicts=verdicts, policies=states, held_by=held_by, wakes=judged)
+
+
+def _woken(judged: Iterable[WakeVerdict]) -> dict[str, WakeVerdict]:
+    """Per namespace, its Active Wake with the latest applied end."""
+    by_namespace: dict[str, list[WakeVerdict]] = {}
+    for v in judged:
+        by_namespace.setdefault(v.wake.namespace, []).append(v)
+    return {ns: found for ns, found in ((ns, wakes_api.latest(vs)) for ns, vs in by_namespace.items())
+            if found is not None}

@@ -16,6 +16,7 @@ from job.decide.gitops import Revert
 from job.decide.plan import PolicyPlan
 from job.decide.pods import Remaining
 from job.decide.selection import PolicySelection
+from job.decide.wakes import WakeVerdict
 
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"
@@ -145,6 +146,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
     drained, drained_reason, drained_message = _drained(outcome)
     kept = sorted(outcome.kept_running_by.items())[:list_limit]
     recent = sorted((outcome.selection.recent if outcome.selection else {}).items())
+    woken = sorted((outcome.selection.woken if outcome.selection else {}).items())
     next_change = outcome.selection.next_change if outcome.selection else None
     return {
         "done": outcome.done,
@@ -163,6 +165,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
             "heldNamespaces": len(outcome.held),
             "activeNamespaces": len(outcome.active),
             "recentNamespaces": len(recent),
+            "wokenNamespaces": len(woken),
             "frozen": outcome.frozen,
             "restored": outcome.restored,
             "unchanged": outcome.unchanged,
@@ -179,10 +182,18 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "recentNamespaces": [{"namespace": ns, "lastActivity": _timestamp(change.time), "by": change.by}
                              for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
+        "wokenNamespaces": woken_entries(woken[:list_limit]),
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
     }
+
+
+def woken_entries(woken: Iterable[tuple[str, WakeVerdict]]) -> list[dict[str, Any]]:
+    """`status.wokenNamespaces`: who woke each namespace, until when (the end applied) and why."""
+    return [{"namespace": ns, "wake": v.wake.name, "by": v.wake.requested_by,
+             "until": _timestamp(v.applied_end) if v.applied_end else None, "reason": v.wake.reason}
+            for ns, v in woken]
 
 
 def remaining_entries(remaining: Iterable[Remaining]) -> list[dict[str, Any]]:

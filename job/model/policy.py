@@ -32,6 +32,43 @@ MAX_KINDS = 20
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PREFIX = re.compile(r"[a-z0-9][-a-z0-9]*")
 _SUFFIX = re.compile(r"[-a-z0-9]+")
+_DURATION_WHOLE = re.compile(r"(?:\d+[dhms])+")
+_DURATION_PART = re.compile(r"(\d+)([dhms])")
+_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+#: the longest `wake.max_duration` a policy may set
+MAX_WAKE = dt.timedelta(days=7)
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """ "3h", "90m", "1h30m", "2d" (a Wake's `spec.duration`, a policy's `wake.max_duration`); ValueError
+    quoting the text otherwise."""
+    match = _DURATION_WHOLE.fullmatch(text) if isinstance(text, str) else None
+    seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text)) if match else 0
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is not a positive duration such as \"3h\", \"90m\" or \"1h30m\"")
+    return dt.timedelta(seconds=seconds)
+
+
+class WakeSpec(BaseModel):
+    """`spec.wake`: whether people may wake the namespaces this policy holds (`kind: Wake`), and for how long."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowed: bool = True
+    max_duration: str = "8h"
+
+    @field_validator("max_duration")
+    @classmethod
+    def _at_most_a_week(cls, value: str) -> str:
+        if parse_duration(value) > MAX_WAKE:
+            raise ValueError(f"{value!r} is longer than 7 days (168h)")
+        return value
+
+    @property
+    def cap(self) -> dt.timedelta:
+        return parse_duration(self.max_duration)
 
 
 class PolicySpec(BaseModel):
@@ -53,6 +90,7 @@ class PolicySpec(BaseModel):
     hold_windows: tuple[str, ...] = Field(default=(), max_length=MAX_WINDOWS)
     time_zone: str = "UTC"
     until: dt.datetime | None = None
+    wake: WakeSpec = WakeSpec()
 
     @field_validator("keep_recent", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 
 from job.model.autoscalers import ScaledObject
 from job.model.policy import InvalidPolicy, Policy
+from job.model.wake import Wake
 from job.model.workloads import Namespace, Workload
 
 #: What a decision may ask the read stage for once it knows that the run changes something: the KEDA
@@ -30,9 +31,12 @@ class Autoscalers:
 class Snapshot:
     """Everything a run decides from. `workloads` are the slim views of `job.model.workloads`, whole where a
     decision needs their size and from metadata elsewhere. `autoscalers` is None until a decision has shown
-    that they matter: a run that changes nothing never reads them, so a steady state costs no request for them."""
+    that they matter: a run that changes nothing never reads them, so a steady state costs no request for them.
+    `wakes` are read whole in one LIST: they decide the selection."""
 
     policies: tuple[Policy | InvalidPolicy, ...]
     namespaces: tuple[Namespace, ...]
     workloads: tuple[Workload, ...]
     autoscalers: Autoscalers | None = None
+    #: every Wake in the cluster (one LIST per run; none when the Wake CRD is not installed)
+    wakes: tuple[Wake, ...] = ()

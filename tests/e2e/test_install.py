@@ -125,6 +125,7 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeco
               ("rbac.authorization.k8s.io", "clusterrolebindings", "create"),
               ("rbac.authorization.k8s.io", "clusterroles", "escalate"), ("", "users", "impersonate"),
               ("", "serviceaccounts", "impersonate"), ("operators.wubw.fun", "nsscalers", "delete"),
+              ("operators.wubw.fun", "wakes", "delete"), ("operators.wubw.fun", "wakes", "create"),
               ("", "pods", "delete"), ("", "pods", "create")]
     for group, resource, verb in denied:
         assert not allowed(group, resource, verb), f"the job must not {verb} {resource}"

@@ -133,6 +133,16 @@ def _of(policy: str, metric: str, value: str, **labels: str) -> tuple[str, str]:
     return series(metric, **labels).replace(f'policy="{POLICY}"', f'policy="{policy}"'), value
 
 
+WOKEN_SHARE = ("nsscaler_policy_woken_namespaces / (nsscaler_policy_held_namespaces + "
+               "nsscaler_policy_woken_namespaces) > 0")
+
+
+def _labels_of(policy: str, metric: str) -> str:
+    """The labels of a policy's series without the metric name, as arithmetic leaves them."""
+    named = _of(policy, metric, "")[0]
+    return named[named.index("{"):]
+
+
 QUERIES = [
     pytest.param(FAILING, dict([
         _of("a", "nsscaler_policy_condition", "1x20", type="Ready", status="True", reason="Reconciled"),
@@ -150,6 +160,10 @@ QUERIES = [
         _of("c", "nsscaler_policy_frozen_workloads", "9x20"), _of("c", "nsscaler_policy_unchanged_workloads", "0x20"),
         _of("c", "nsscaler_policy_kept_frozen_workloads", "0x20"), _of("c", "nsscaler_policy_dry_run", "1x20"),
     ]), [("{}", 10)], id="how-many-workloads-are-frozen-now"),
+    pytest.param(WOKEN_SHARE, dict([
+        _of("a", "nsscaler_policy_held_namespaces", "3x20"), _of("a", "nsscaler_policy_woken_namespaces", "1x20"),
+        _of("b", "nsscaler_policy_held_namespaces", "2x20"), _of("b", "nsscaler_policy_woken_namespaces", "0x20"),
+    ]), [(_labels_of("a", "nsscaler_policy_woken_namespaces"), 0.25)], id="how-much-is-woken"),
 ]
 
 

@@ -1,0 +1,114 @@
+"""What each Wake means this run (pure; `now` is a parameter): Active, Expired or Ignored, the end it applies,
+and the words for its status and the namespace's Event.
+
+Rules, in order of precedence:
+1. A Wake whose spec cannot be read is Ignored, and says why; so is one in a namespace nsscaler never touches
+   (protected, its own, Terminating).
+2. A Wake in a namespace that no serving (unsuspended) policy has in scope is Ignored: a wake never touches
+   a namespace no policy holds.
+3. If one of those policies says `wake.allowed: false`, the Wake is Ignored, naming that policy.
+4. The applied end is the requested end (`until`, or creation + `duration`), cut to creation + the smallest
+   `wake.max_duration` of those policies: a wake past the cap runs until the cap, and says so.
+5. At or after its applied end a Wake is Expired; before it, Active. Of several Active Wakes in a namespace,
+   the latest applied end wins (`latest`).
+A Wake that no run has seen yet has no status: its state reads Pending (the CRD's default).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from job.model.policy import Policy
+from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED, Wake
+
+
+@dataclass(frozen=True)
+class WakeVerdict:
+    """How the run judged one Wake."""
+
+    wake: Wake
+    state: str
+    message: str
+    policies: tuple[str, ...] = ()
+    applied_end: dt.datetime | None = None
+    capped: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.state == STATE_ACTIVE
+
+
+def _stamp(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def woken_words(verdict: WakeVerdict) -> str:
+    """ "woken by alice until 2026-12-04T18:00Z: customer demo" """
+    w, end = verdict.wake, verdict.applied_end
+    until = f" until {_stamp(end)}" if end else ""
+    return f"woken by {w.requested_by or 'an unknown user'}{until}" + (f": {w.reason}" if w.reason else "")
+
+
+def judge(wake: Wake, in_scope: Sequence[Policy], *, now: dt.datetime, untouchable: bool = False) -> WakeVerdict:
+    """Rules 1-5 for one Wake; `in_scope`: the serving policies that have its namespace in scope."""
+    if wake.invalid or wake.requested_end is None:
+        return WakeVerdict(wake, STATE_IGNORED, wake.invalid or "spec has no end")
+    if untouchable:
+        return WakeVerdict(wake, STATE_IGNORED, f"nsscaler never touches namespace {wake.namespace} (protected, "
+                                                f"its own, or Terminating): there is nothing to wake")
+    names = tuple(sorted(p.name for p in in_scope))
+    if not in_scope:
+        return WakeVerdict(wake, STATE_IGNORED, f"no serving NSScaler has namespace {wake.namespace} in scope: "
+                                                f"there is nothing to wake")
+    refusing = sorted(p.name for p in in_scope if not p.spec.wake.allowed)
+    if refusing:
+        return WakeVerdict(wake, STATE_IGNORED, f"NSScaler {', '.join(refusing)} does not allow wakes "
+                                                f"(spec.wake.allowed: false); the namespace stays as it decides",
+                           policies=names)
+    tightest = min(in_scope, key=lambda p: (p.spec.wake.cap, p.name))
+    cap_end = wake.created + tightest.spec.wake.cap
+    capped = wake.requested_end > cap_end
+    end = cap_end if capped else wake.requested_end
+    cut = (f"; capped at {tightest.spec.wake.max_duration} by NSScaler {tightest.name} (requested until "
+           f"{_stamp(wake.requested_end)})") if capped else ""
+    if now >= end:
+        return WakeVerdict(wake, STATE_EXPIRED, f"ended at {_stamp(end)}{cut}", names, end, capped)
+    verdict = WakeVerdict(wake, STATE_ACTIVE, "", names, end, capped)
+    return WakeVerdict(wake, STATE_ACTIVE, f"{woken_words(verdict)}{cut}", names, end, capped)
+
+
+def latest(verdicts: Iterable[WakeVerdict]) -> WakeVerdict | None:
+    """Of the Active verdicts, the one with the latest applied end (ties: by name): it is the namespace's."""
+    active = [v for v in verdicts if v.active and v.applied_end is not None]
+    return max(active, key=lambda v: (v.applied_end, v.wake.name), default=None)
+
+
+def status_body(verdict: WakeVerdict) -> dict[str, Any]:
+    """A Wake's `status`: a function of the verdict alone (no run time in it), so a run that judges a Wake as
+    the run before did sends nothing (`status_updates`). `null` removes a field (merge patch)."""
+    end = verdict.applied_end
+    return {
+        "state": verdict.state,
+        "policy": ", ".join(verdict.policies) or None,
+        "appliedUntil": end.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if end else None,
+        "capped": verdict.capped,
+        "message": verdict.message[:1024],
+        "observedGeneration": verdict.wake.generation,
+    }
+
+
+def _same(previous: dict[str, Any], body: dict[str, Any]) -> bool:
+    return all(previous.get(k) == v for k, v in body.items())
+
+
+def status_updates(judged: Iterable[WakeVerdict]) -> list[tuple[WakeVerdict, dict[str, Any]]]:
+    """The Wakes whose status this run changes, with their new status (sorted by namespace and name)."""
+    out = []
+    for verdict in sorted(judged, key=lambda v: v.wake.key):
+        body = status_body(verdict)
+        if not _same(verdict.wake.status, body):
+            out.append((verdict, body))
+    return out
