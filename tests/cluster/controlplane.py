@@ -31,6 +31,9 @@ DEFAULT_CONTROLLERS = (
     "deployment", "replicaset", "statefulset", "job", "cronjob", "namespace", "garbagecollector",
     "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher", "horizontalpodautoscaling",
     "clusterrole-aggregation",
+    # a claim carries the kubernetes.io/pvc-protection finalizer: without its controller a namespace that
+    # held StatefulSet claims would never finish terminating
+    "pvc-protection",
 )
 #: For the benchmark: thousands of Deployments without thousands of Pods.
 BENCH_CONTROLLERS = ("namespace", "garbagecollector", "serviceaccount", "serviceaccount-token",

@@ -137,7 +137,7 @@ WOKEN_SHARE = ("nsscaler_policy_woken_namespaces / (nsscaler_policy_held_namespa
                "nsscaler_policy_woken_namespaces) > 0")
 
 
-def _labels_of(policy: str, metric: str) -> str:
+def _series_labels(policy: str, metric: str) -> str:
     """The labels of a policy's series without the metric name, as arithmetic leaves them."""
     named = _of(policy, metric, "")[0]
     return named[named.index("{"):]
@@ -163,7 +163,7 @@ QUERIES = [
     pytest.param(WOKEN_SHARE, dict([
         _of("a", "nsscaler_policy_held_namespaces", "3x20"), _of("a", "nsscaler_policy_woken_namespaces", "1x20"),
         _of("b", "nsscaler_policy_held_namespaces", "2x20"), _of("b", "nsscaler_policy_woken_namespaces", "0x20"),
-    ]), [(_labels_of("a", "nsscaler_policy_woken_namespaces"), 0.25)], id="how-much-is-woken"),
+    ]), [(_series_labels("a", "nsscaler_policy_woken_namespaces"), 0.25)], id="how-much-is-woken"),
 ]
 
 
