@@ -129,15 +129,22 @@ class ControlPlane:
         if remove_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
-    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
-        """Kill the API server and start it again with the same flags (for the restart fault test)."""
+    def stop_apiserver(self) -> None:
+        """Kill the API server only (for the restart fault test); `start_apiserver()` brings it back."""
         _terminate(self.pids["kube-apiserver"])
-        time.sleep(down_seconds)
+
+    def start_apiserver(self) -> None:
+        """Start the API server again with the flags it was first started with; wait until it is ready."""
         args = json.loads((self.state_dir / "kube-apiserver.args.json").read_text())
         self.pids["kube-apiserver"] = _spawn(args, self.state_dir / "kube-apiserver.log",
                                              die_with_parent=not self.detached)
         self.save()
         _wait_for(self.is_ready, what="kube-apiserver /readyz after restart", plane=self)
+
+    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
+        self.stop_apiserver()
+        time.sleep(down_seconds)  # how long the API server stays away, not a wait for anything
+        self.start_apiserver()
 
     # -- identities ------------------------------------------------------------------------------
     def kubeconfig(self, path: Path, *, user: str, token: str | None = None, cert: Path | None = None,
