@@ -35,6 +35,8 @@ FAULTS = ("429", "503", "reset", "latency")
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 #: what a `before_forward` hook returns: None forwards the request, a name from FAULTS answers with that fault
 Hook = Callable[[str, str], str | None]
+#: an `after_forward` hook gets the method, the path and the API server's status code
+AfterHook = Callable[[str, str, int], None]
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -46,12 +48,13 @@ class _QuietServer(ThreadingHTTPServer):
 
 class FaultProxy:
     def __init__(self, plane: ControlPlane, *, fraction: float, faults: tuple[str, ...] = FAULTS,
-                 seed: int = 7, before_forward: Hook | None = None) -> None:
+                 seed: int = 7, before_forward: Hook | None = None, after_forward: AfterHook | None = None) -> None:
         self.plane = plane
         self.fraction = fraction
         self.faults = faults
         self.random = random.Random(seed)
         self.before_forward = before_forward
+        self.after_forward = after_forward
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
         self._lock = threading.Lock()
@@ -131,6 +134,8 @@ class FaultProxy:
                 conn.request(self.command, self.path, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
+                if proxy.after_forward:
+                    proxy.after_forward(self.command, self.path, resp.status)
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in _HOP_HEADERS:
@@ -169,34 +174,49 @@ class FaultProxy:
 
 
 class KillAt:
-    """A `before_forward` hook: SIGKILLs the process `start()` started when its `n`-th request matching `method`
-    and a path containing `path_part` reaches the proxy. With `lands`, that request still goes on to the API
-    server (it was in flight when its client died); without, it is reset (the client died before sending it).
+    """Hooks that SIGKILL the process `start()` started at its n-th request matching `method` and a path containing
+    `path_part`: at the first such request once n-1 of them have succeeded (a 409 the run re-reads and sends again
+    is not counted). With `lands`, that request still goes on to the API server (it was in flight when its client
+    died); without, it is reset (the client died before sending it).
 
-    The request is counted where the proxy sees it, so the kill lands at the same point of a run on an idle or a
-    loaded machine. Use one per run; `proxy.wait_idle()` after `wait()` before reading what the run left.
+    The requests are counted where the proxy sees them, so the kill lands at the same point of a run on an idle or
+    a loaded machine. One per run: `KillAt(...).on(proxy)`; after `wait()`, `proxy.wait_idle()` before reading
+    what the run left.
     """
 
     def __init__(self, *, method: str, path_part: str, n: int, lands: bool = True) -> None:
         self.method, self.path_part, self.n, self.lands = method, path_part, n, lands
         self.seen = 0
+        self.succeeded = 0
         self.killed = threading.Event()
         self._started = threading.Event()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def __call__(self, method: str, path: str) -> str | None:
-        if method != self.method or self.path_part not in path:
+    def on(self, proxy: FaultProxy) -> KillAt:
+        proxy.before_forward, proxy.after_forward = self.before_forward, self.after_forward
+        return self
+
+    def _matches(self, method: str, path: str) -> bool:
+        return method == self.method and self.path_part in path
+
+    def before_forward(self, method: str, path: str) -> str | None:
+        if not self._matches(method, path):
             return None
-        with self._lock:  # held while killing: the process's other workers send nothing more once counted
+        with self._lock:  # held while killing: once the kill is chosen, the process's other workers wait for it
             self.seen += 1
-            if self.seen != self.n:
+            if self.killed.is_set() or self.succeeded < self.n - 1:
                 return None
             if not self._started.wait(timeout=60) or self._proc is None:
                 raise AssertionError("a request came before the process was started")
             os.kill(self._proc.pid, signal.SIGKILL)
             self.killed.set()
         return None if self.lands else "reset"
+
+    def after_forward(self, method: str, path: str, status: int) -> None:
+        if self._matches(method, path) and 200 <= status < 300:
+            with self._lock:
+                self.succeeded += 1
 
     def start(self, cmd: Sequence[str]) -> subprocess.Popen[bytes]:
         self._proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

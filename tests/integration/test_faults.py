@@ -144,7 +144,8 @@ def fault_seed() -> int:
 def test_sigkill_at_random_patches_loses_nothing(api, control_plane, prefix, phase, admin_token, tmp_path):
     """20 SIGKILLs, each at a Deployment PATCH drawn at random (seeded, the seed printed), with two workers: the
     killed PATCH reaches the API server or not (drawn too). The fault proxy counts the PATCHes, so every kill lands
-    among them: each leaves the family half done and nothing lost, and the next run converges."""
+    among them: each leaves the family half done and nothing lost, and the next run converges. (The Deployment
+    controller writes status meanwhile, so some PATCHes meet a 409 and are sent again: only successes count.)"""
     kills = 20
     originals = family(api, prefix, 30, per_namespace=2, seed=5)
     policy = f"{prefix}p"
@@ -162,17 +163,18 @@ def test_sigkill_at_random_patches_loses_nothing(api, control_plane, prefix, pha
                 api.create(builders.nsscaler(policy, prefix + "n", []))
                 assert subprocess.run(cmd, check=False).returncode == 0
                 api.delete("NSScaler", policy)
-            n, lands = rng.randint(2, len(originals) - 2), rng.random() < 0.5
+            n, lands = rng.randint(2, len(originals) - 3), rng.random() < 0.5
             where = f"kill {attempt} at PATCH {n} (lands: {lands}; FAULT_SEED={seed})"
-            proxy.before_forward = kill = KillAt(method="PATCH", path_part="/deployments/", n=n, lands=lands)
+            kill = KillAt(method="PATCH", path_part="/deployments/", n=n, lands=lands).on(proxy)
             kill.start(proxied)
             assert kill.wait() == -signal.SIGKILL and kill.killed.is_set(), f"{where}: the run ended first"
             proxy.wait_idle()
             assert_nothing_lost(api, prefix + "n", originals)
             done = sum(1 for replicas, _ in snapshot(api, prefix + "n").values() if replicas == 0)
             done = done if phase == "freeze" else len(originals) - done
-            # two workers: the other one's PATCH may be on its way when the n-th arrives, or follow it
-            assert n - 1 <= done <= n + 1, f"{where}: {done} of {len(originals)} done"
+            # n-1 PATCHes had succeeded; with two workers one more may have succeeded before the kill was chosen,
+            # the other worker's may be on its way, and the killed one may land: the family is half done
+            assert n - 1 <= done <= n + 2, f"{where}: {done} of {len(originals)} done"
             assert subprocess.run(cmd, check=False).returncode == 0, f"the run after {where} failed"
             target = frozen if phase == "freeze" else restored
             assert snapshot(api, prefix + "n") == target(originals), where

@@ -236,7 +236,7 @@ def test_sigkill_mid_run_loses_no_custom_resource_count(api, control_plane, pref
                "--log-level", "error"]
 
         def killed_at(n: int, *, lands: bool) -> None:
-            proxy.before_forward = kill = KillAt(method="PATCH", path_part="/pools/pool", n=n, lands=lands)
+            kill = KillAt(method="PATCH", path_part="/pools/pool", n=n, lands=lands).on(proxy)
             kill.start(cmd)
             assert kill.wait() == -signal.SIGKILL and kill.killed.is_set(), f"the run ended before PATCH {n}"
             proxy.wait_idle()
@@ -245,7 +245,7 @@ def test_sigkill_mid_run_loses_no_custom_resource_count(api, control_plane, pref
         for n, lands, frozen in ((1, True, 1), (15, False, 15), (25, True, 40)):
             killed_at(n, lands=lands)
             assert frozen_count() == frozen, f"killed at PATCH {n} (lands: {lands})"
-        proxy.before_forward = counter = KillAt(method="PATCH", path_part="/pools/pool", n=0)
+        counter = KillAt(method="PATCH", path_part="/pools/pool", n=10**6).on(proxy)
         assert subprocess.run(cmd, check=False).returncode == 0
         assert counter.seen == 0  # the killed runs left nothing to finish
         assert state() == {ns: (0, str(n)) for ns, n in originals.items()}
