@@ -73,8 +73,9 @@ def is_built(tool: Tool) -> bool:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    # -mod=mod: the module's own go.mod and go.sum decide every dependency, whatever a vendor folder says
-    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=mod")
+    # the module's own go.mod and go.sum decide every dependency, as `go install module@version` would: not a
+    # vendor folder (-mod=mod) nor a go.work the release ships for its own development (Prometheus has one)
+    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=mod", GOWORK="off")
     return env
 
 
