@@ -172,7 +172,6 @@ class FaultProxy:
             self.plane.server = saved
 
 
-
 class KillAt:
     """Hooks that SIGKILL the process `start()` started at its n-th request matching `method` and a path containing
     `path_part`: at the first such request once n-1 of them have succeeded (a 409 the run re-reads and sends again
