@@ -241,7 +241,8 @@ def test_sigkill_mid_run_loses_no_custom_resource_count(api, control_plane, pref
             assert kill.wait() == -signal.SIGKILL and kill.killed.is_set(), f"the run ended before PATCH {n}"
             proxy.wait_idle()
 
-        # freeze: killed at the 1st PATCH (it lands), at the 15th (it does not), at the last one (it lands)
+        # freeze, n counting each run's own PATCHes: killed at the 1st (it lands: 1 frozen), at the 15th (it does
+        # not: 1 + 14), at the 25th, the last one left (it lands: all 40)
         for n, lands, frozen in ((1, True, 1), (15, False, 15), (25, True, 40)):
             killed_at(n, lands=lands)
             assert frozen_count() == frozen, f"killed at PATCH {n} (lands: {lands})"
