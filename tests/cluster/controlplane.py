@@ -206,6 +206,19 @@ def _spawn(args: list[str], log: Path, *, die_with_parent: bool) -> int:
     return proc.pid
 
 
+def _how_it_ended(pid: int) -> str:
+    """`exit code 1`, `killed by signal 9`: for a process this one started (a zombie until waited for)."""
+    try:
+        waited, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "gone (not a child of this process)"
+    if waited == 0:
+        return "running, but not the program it was"
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
 def _wait_for(check: Callable[[], bool], *, what: str, plane: ControlPlane,
               timeout: float = _START_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
@@ -213,9 +226,12 @@ def _wait_for(check: Callable[[], bool], *, what: str, plane: ControlPlane,
         if check():
             return
         if plane.pids and not plane.is_alive():
-            break
+            ended = [f"{name} (pid {pid}) {_how_it_ended(pid)}" for name, pid in plane.pids.items()
+                     if not plane._process_alive(name)]
+            raise RuntimeError(f"control plane did not become ready ({what}): {', '.join(ended)}\n"
+                               f"{plane.log_tails()}")
         time.sleep(0.25)
-    raise RuntimeError(f"control plane did not become ready ({what})\n{plane.log_tails()}")
+    raise RuntimeError(f"control plane did not become ready ({what}) in {timeout:.0f}s\n{plane.log_tails()}")
 
 
 def _node_flags(ca: pki.Authority, node_ip: str) -> list[str]:
