@@ -2,6 +2,7 @@
 
 The control plane is `make cluster-up`'s when one runs (fast iteration), else one started for this
 session and stopped at its end. A failing test that used it gets the components' log tails appended.
+Under CI=true no test may skip: a skip is reported as a failure, with its reason.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 from job.cli import main
 from tests import builders
 from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane
+from tests.cluster import controlplane, tools
 from tests.cluster.__main__ import running
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,9 +136,22 @@ def make_family(api: AdminApi, prefix: str, replicas: dict[str, dict[str, int]])
             api.create(build(ns, name, count))
 
 
+def built_tool(name: str) -> Path:
+    """A tool of `tests.cluster.tools`, built on first use. One whose source cannot be had here skips the tests
+    that need it, saying why; under CI=true that skip is a failure (below)."""
+    try:
+        return tools.ensure_tool(name)
+    except tools.SourceUnavailable as exc:
+        pytest.skip(f"{name} cannot be built here: {exc}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if tools.strict() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped, and CI=true allows no skip: {reason}"
     if report.failed and call.when == "call" and "control_plane" in getattr(item, "fixturenames", ()):
         plane = item.funcargs.get("control_plane") if hasattr(item, "funcargs") else None
         if plane is not None:

@@ -1,4 +1,10 @@
-"""`python -m tests.cluster up|down|build|status`: the local control plane by hand (see `make cluster-up`)."""
+"""`python -m tests.cluster up|down|build|status`: the local control plane by hand (see `make cluster-up`).
+
+`up` and `down` work in either order and after a crash halfway: `up --node` over a control plane without a node
+replaces it (the node needs its API server on the node's address), a failed `up` stops whatever it started, and
+`down` stops the processes `state.json`/`node.json` record plus any control-plane or node binary still running
+from the state folder (a start interrupted before it recorded a pid), then says if anything is left.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cluster import build, controlplane, node
+from tests.cluster import build, controlplane, hostnet, node
 
 DEFAULT_STATE = Path(".cluster")
+#: the programs a start runs from the state folder (containerd's shims name its socket there)
+_OUR_PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kubelet", "kube-scheduler", "kube-proxy",
+                 "containerd", "containerd-shim", "containerd-shim-runc-v2")
 
 
 def running(state: Path) -> controlplane.ControlPlane | None:
@@ -31,35 +40,70 @@ def running_node(state: Path) -> node.Node | None:
 
 
 def up(state: Path, *, with_node: bool = False) -> int:
+    state = state.resolve()
     kubeconfig = state / "kubeconfig"
     if running(state) and (running_node(state) or not with_node):
         print(f"a control plane is already running from {state}; reusing it", file=sys.stderr)
     else:
-        if (state / "state.json").exists():
+        if running(state):
+            print(f"a control plane without a node runs from {state}: stopping it to start one with a node",
+                  file=sys.stderr)
+        if (state / "state.json").exists() or strays(state):
             down(state)  # a dead or half-dead one (or one without the node asked for): clear it first
         started = time.monotonic()
-        if with_node:
-            plane, _ = node.start_with_plane(state.resolve(), die_with_parent=False)
-        else:
-            plane = controlplane.start(state.resolve(), die_with_parent=False)
+        try:
+            if with_node:
+                plane, _ = node.start_with_plane(state, die_with_parent=False)
+            else:
+                plane = controlplane.start(state, die_with_parent=False)
+        except BaseException:
+            kill_strays(state)
+            print(f"the start failed and left nothing running; its logs are in {state}/ (`make cluster-down` "
+                  f"removes them)", file=sys.stderr)
+            raise
         shutil.copy(plane.admin_kubeconfig, kubeconfig)
         what = f"control plane and node {node.NODE_NAME}" if with_node else "control plane"
         print(f"{what} ready at {plane.server} in {time.monotonic() - started:.1f}s", file=sys.stderr)
-    print(f"export KUBECONFIG={kubeconfig.resolve()}")
+    print(f"export KUBECONFIG={kubeconfig}")
     return 0
 
 
+def strays(state: Path) -> list[int]:
+    """Pids of control-plane or node programs running from `state`, whether or not a state file records them."""
+    found = []
+    for pid in hostnet.processes_using(f"{state.resolve()}/"):
+        try:
+            program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if Path(program).name in _OUR_PROGRAMS:
+            found.append(pid)
+    return found
+
+
+def kill_strays(state: Path, *, grace: float = 10.0) -> None:
+    for pid in strays(state):
+        controlplane._terminate(pid, grace=grace)
+
+
 def down(state: Path) -> int:
-    if not (state / "state.json").exists():
+    state = state.resolve()
+    plane = controlplane.ControlPlane.load(state) if (state / "state.json").exists() else None
+    if plane is None and not (state / "node" / "node.json").exists() and not strays(state):
         print(f"no control plane state in {state}; nothing to stop", file=sys.stderr)
         return 0
-    plane = controlplane.ControlPlane.load(state)
     if (state / "node" / "node.json").exists():
         stopped = node.Node.load(state / "node")
         stopped.stop(plane)
         for item in stopped.leftovers():
             print(f"left behind: {item}", file=sys.stderr)
-    plane.stop()
+    if plane is not None:
+        plane.stop(remove_state=False)
+    kill_strays(state)
+    left = strays(state)
+    if left:
+        print(f"left behind: processes {left} (still running from {state}; kept for you to look at)", file=sys.stderr)
+        return 1
     shutil.rmtree(state, ignore_errors=True)
     print("control plane stopped and its state removed", file=sys.stderr)
     return 0

@@ -132,15 +132,22 @@ class ControlPlane:
         if remove_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
-    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
-        """Kill the API server and start it again with the same flags (for the restart fault test)."""
+    def stop_apiserver(self) -> None:
+        """Kill the API server only (for the restart fault test); `start_apiserver()` brings it back."""
         _terminate(self.pids["kube-apiserver"])
-        time.sleep(down_seconds)
+
+    def start_apiserver(self) -> None:
+        """Start the API server again with the flags it was first started with; wait until it is ready."""
         args = json.loads((self.state_dir / "kube-apiserver.args.json").read_text())
         self.pids["kube-apiserver"] = _spawn(args, self.state_dir / "kube-apiserver.log",
                                              die_with_parent=not self.detached)
         self.save()
         _wait_for(self.is_ready, what="kube-apiserver /readyz after restart", plane=self)
+
+    def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
+        self.stop_apiserver()
+        time.sleep(down_seconds)  # how long the API server stays away, not a wait for anything
+        self.start_apiserver()
 
     # -- identities ------------------------------------------------------------------------------
     def kubeconfig(self, path: Path, *, user: str, token: str | None = None, cert: Path | None = None,
@@ -202,6 +209,19 @@ def _spawn(args: list[str], log: Path, *, die_with_parent: bool) -> int:
     return proc.pid
 
 
+def _how_it_ended(pid: int) -> str:
+    """`exit code 1`, `killed by signal 9`: for a process this one started (a zombie until waited for)."""
+    try:
+        waited, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "gone (not a child of this process)"
+    if waited == 0:
+        return "running, but not the program it was"
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
 def _wait_for(check: Callable[[], bool], *, what: str, plane: ControlPlane,
               timeout: float = _START_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
@@ -209,9 +229,12 @@ def _wait_for(check: Callable[[], bool], *, what: str, plane: ControlPlane,
         if check():
             return
         if plane.pids and not plane.is_alive():
-            break
+            ended = [f"{name} (pid {pid}) {_how_it_ended(pid)}" for name, pid in plane.pids.items()
+                     if not plane._process_alive(name)]
+            raise RuntimeError(f"control plane did not become ready ({what}): {', '.join(ended)}\n"
+                               f"{plane.log_tails()}")
         time.sleep(0.25)
-    raise RuntimeError(f"control plane did not become ready ({what})\n{plane.log_tails()}")
+    raise RuntimeError(f"control plane did not become ready ({what}) in {timeout:.0f}s\n{plane.log_tails()}")
 
 
 def _node_flags(ca: pki.Authority, node_ip: str) -> list[str]:

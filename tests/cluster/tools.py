@@ -4,10 +4,12 @@ Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler
 build log and a manifest written last, so a half-finished build is never taken for a finished one. A flock
 makes a second caller wait for the first build and then use it.
 
-kube-state-metrics is a plain Go module without replace directives, so `go install module@version` builds
-it. Where the module proxy refuses to serve it, a git clone of its repository can be named with
-`KUBE_STATE_METRICS_SOURCE`: the release tag is exported from it and built the same way, against the same
-dependency versions (its go.sum pins them).
+The source is the exact module version: `go mod download -json module@version` gives its folder in the module
+cache. (Not `go install module@version`: it also reads the module's version list, for deprecation notices, and a
+proxy may refuse that list while it serves the version.) A writable copy of that folder is built with its own
+go.mod and go.sum, so the dependencies are the ones the release pins. Where the proxy does not serve the module
+at all, a git clone of its repository can be named with `KUBE_STATE_METRICS_SOURCE` (the release tag is exported
+from it and built the same way).
 
 Standard library only, like build.py: it runs before the project's virtualenv may exist.
 """
@@ -18,6 +20,7 @@ import argparse
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -70,8 +73,15 @@ def is_built(tool: Tool) -> bool:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-buildvcs=false")
+    # the module's own go.mod and go.sum decide every dependency, as `go install module@version` would: not a
+    # vendor folder (-mod=mod) nor a go.work the release ships for its own development (Prometheus has one)
+    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=mod", GOWORK="off")
     return env
+
+
+def strict() -> bool:
+    """Under CI a tool that cannot be built is an error (its tests fail); locally its tests skip, saying why."""
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
 def _progress(message: str) -> None:
@@ -94,36 +104,78 @@ def _ldflags(tool: Tool) -> str:
     return f"-s -w -X github.com/prometheus/common/version.Version={tool.release}"
 
 
-def _from_proxy(tool: Tool, out: Path, log: Path) -> bool:
-    """`go install module@version`; False when the proxy does not serve that module version."""
-    env = _env() | {"GOBIN": str(out)}
-    cmd = ["go", "install", "-trimpath", "-ldflags", _ldflags(tool), f"{tool.package}@{tool.version}"]
-    code = _run(cmd, cwd=out, log=log, env=env)
-    if code == 0:
-        return True
-    text = log.read_text(errors="replace")
-    if "not available" in text or "404 Not Found" in text or "410 Gone" in text:
-        return False
-    raise _fail(cmd, code, log)
+def _module_dir(tool: Tool, out: Path, log: Path) -> Path | None:
+    """The module's source folder at exactly `tool.version` (read-only, in Go's module cache), downloaded if
+    needed; None when the module proxy does not serve that version."""
+    cmd = ["go", "mod", "download", "-json", f"{tool.module}@{tool.version}"]
+    result = subprocess.run(cmd, cwd=out, env=_env(), capture_output=True, text=True, check=False)
+    with log.open("a") as out_log:
+        out_log.write(f"\n$ {' '.join(cmd)}\n{result.stdout}{result.stderr}")
+    try:
+        info = json.loads(result.stdout or "{}")
+    except json.JSONDecodeError:
+        info = {}
+    if result.returncode == 0 and info.get("Dir"):
+        return Path(info["Dir"])
+    text = f"{info.get('Error', '')}{result.stderr}"
+    if any(word in text for word in ("not available", "404 Not Found", "410 Gone", "403 Forbidden")):
+        return None
+    raise _fail(cmd, result.returncode, log)
 
 
-def _from_clone(tool: Tool, out: Path, log: Path) -> None:
+def _from_clone(tool: Tool, src: Path) -> None:
+    """The release tag exported from the clone `KUBE_STATE_METRICS_SOURCE` names, into `src`."""
     clone = os.environ.get(SOURCE_ENV)
     if not clone:
         raise SourceUnavailable(f"the Go module proxy does not serve {tool.module}@{tool.version} and "
-                                f"{SOURCE_ENV} names no clone of its repository (log: {log})")
-    src = out.parent / f"{out.name}-src"
-    src.mkdir(parents=True, exist_ok=True)
+                                f"{SOURCE_ENV} names no clone of its repository")
     archive = subprocess.run(["git", "-C", clone, "archive", tool.version], capture_output=True, check=False)
     if archive.returncode:
         raise SourceUnavailable(f"{SOURCE_ENV}={clone}: no tag {tool.version}: {archive.stderr.decode()[:300]}")
+    src.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
     if f"module {tool.module}\n" not in (src / "go.mod").read_text():
         raise SourceUnavailable(f"{SOURCE_ENV}={clone} is not the repository of {tool.module}")
-    cmd = ["go", "build", "-trimpath", "-ldflags", _ldflags(tool), "-o", str(out / tool.name), "."]
+
+
+def _writable_copy(module_dir: Path, src: Path) -> None:
+    """Go's module cache is read-only; the build may write go.sum, so it runs in a copy."""
+    shutil.copytree(module_dir, src, symlinks=True)
+    for folder, dirs, files in os.walk(src):
+        for name in [*dirs, *files]:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)
+    src.chmod(src.stat().st_mode | 0o200)
+
+
+def _build(tool: Tool, out: Path, log: Path) -> str:
+    """Build the tool into `out`; returns where its source came from."""
+    src = out.parent / f"{out.name}-src"
+    _remove(src)
+    module_dir = _module_dir(tool, out, log)
+    if module_dir is not None:
+        _writable_copy(module_dir, src)
+        source = f"{tool.module}@{tool.version} (module download)"
+    else:
+        _progress(f"the module proxy does not serve {tool.module}@{tool.version}; building from {SOURCE_ENV}")
+        _from_clone(tool, src)
+        source = str(os.environ[SOURCE_ENV])
+    package = "./" + tool.package.removeprefix(tool.module).lstrip("/")
+    cmd = ["go", "build", "-trimpath", "-ldflags", _ldflags(tool), "-o", str(out / tool.name), package]
     code = _run(cmd, cwd=src, log=log, env=_env())
     if code:
         raise _fail(cmd, code, log)
+    _remove(src)  # the module cache keeps the source; the copy only served the build
+    return source
+
+
+def _remove(folder: Path) -> None:
+    if folder.exists():
+        for sub, dirs, _ in os.walk(folder):  # a copy of the module cache may have read-only folders
+            for name in dirs:
+                Path(sub, name).chmod(0o755)
+        shutil.rmtree(folder)
 
 
 def ensure_tool(name: str, *, force: bool = False) -> Path:
@@ -142,11 +194,7 @@ def ensure_tool(name: str, *, force: bool = False) -> Path:
         log.write_text("")
         _progress(f"building {tool.name} {tool.version} into {out} (first use only, minutes on 2 cores; log: {log})")
         started = time.monotonic()
-        source = "module proxy"
-        if not _from_proxy(tool, out, log):
-            _progress(f"the module proxy does not serve {tool.module}@{tool.version}; building from {SOURCE_ENV}")
-            _from_clone(tool, out, log)
-            source = os.environ[SOURCE_ENV]
+        source = _build(tool, out, log)
         manifest = {"tool": tool.name, "module": tool.module, "version": tool.version, "source": source,
                     "build_seconds": round(time.monotonic() - started),
                     "size_bytes": (out / tool.name).stat().st_size}
@@ -167,8 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(TOOLS):
         try:
             print(ensure_tool(name, force=args.force))
-        except SourceUnavailable as exc:  # the tests that need it skip, saying this
-            print(f"warning: {name} not built: {exc}", file=sys.stderr)
+        except SourceUnavailable as exc:  # the tests that need it skip, saying this; under CI they fail
+            print(f"{'error' if strict() else 'warning'}: {name} not built: {exc}", file=sys.stderr)
+            status = 1 if strict() else status
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = 1

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests import metrics_component as mc
-from tests.cluster import tools
+from tests.conftest import built_tool
 
 POLICY = "shop-release"
 SCRAPE = {"job": "kube-state-metrics", "instance": "10.0.0.7:8080"}
@@ -25,7 +25,7 @@ SCRAPE = {"job": "kube-state-metrics", "instance": "10.0.0.7:8080"}
 
 @pytest.fixture(scope="session")
 def promtool() -> Path:
-    return tools.ensure_tool("promtool")
+    return built_tool("promtool")
 
 
 def series(metric: str, **labels: str) -> str:

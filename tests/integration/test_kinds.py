@@ -4,13 +4,11 @@ scalable custom resources (test CRDs), KEDA ScaledObjects (the CRD only) and the
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from job.model.marks import (
 )
 from tests import builders, crds
 from tests.builders import AdminApi, wait_until
-from tests.faults import FaultProxy
+from tests.faults import FaultProxy, KillAt
 
 NSSCALER = str(Path(sys.executable).parent / "nsscaler")
 POOL, FLEET = "Pool.test.nsscaler.io", "Fleet.test.nsscaler.io"
@@ -209,9 +207,12 @@ def test_a_409_on_a_custom_resource_is_reread_and_decided_again(api, control_pla
     assert pool["spec"]["workers"]["count"] == 0 and record(pool)[ANNOTATION_ORIGINAL_REPLICAS] == "5"
 
 
-def test_sigkill_mid_run_loses_no_custom_resource_count(api, control_plane, prefix, test_kinds):
-    """SIGKILLs at later and later moments of a freeze of 40 custom resources, until one lands among the
-    PATCHes (a smaller variant of test_faults.py's slow test): no count is ever lost, the next run converges."""
+def test_sigkill_mid_run_loses_no_custom_resource_count(api, control_plane, prefix, test_kinds, admin_token,
+                                                        tmp_path):
+    """SIGKILLs at chosen PATCHes of a freeze and a restore of 40 custom resources (a smaller variant of
+    test_faults.py's): the fault proxy counts the PATCHes and kills the run at the n-th, so each kill lands at the
+    same point on an idle or a busy machine. Some killed PATCHes still reach the API server, some never do. No
+    count is ever lost, each run resumes exactly where the killed one stopped, and the next run converges."""
     rng = random.Random(10)
     originals = {}
     for i in range(40):
@@ -220,31 +221,42 @@ def test_sigkill_mid_run_loses_no_custom_resource_count(api, control_plane, pref
         originals[ns] = rng.randint(1, 4)
         api.create(builders.custom("Pool", ns, "pool", {"workers": {"count": originals[ns]}}))
     api.create(builders.nsscaler(f"{prefix}p", prefix + "n", [], kinds=[POOL]))
-    cmd = [NSSCALER, "--kubeconfig", str(control_plane.admin_kubeconfig), "--concurrency", "1", "--log-level",
-           "error"]
 
     def state() -> dict[str, tuple[int, str | None]]:
         return {p["metadata"]["namespace"]: (p["spec"]["workers"]["count"], record(p).get(ANNOTATION_ORIGINAL_REPLICAS))
                 for p in api.list("Pool") if p["metadata"]["namespace"] in originals}
 
-    mid_run, delay = 0, 0.4
-    while delay < 4 and not mid_run:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    def frozen_count() -> int:
         now = state()
         lost = {ns: s for ns, s in now.items() if s not in ((originals[ns], None), (0, str(originals[ns])))}
         assert not lost, lost
-        frozen = sum(1 for count, _ in now.values() if count == 0)
-        mid_run += 0 < frozen < len(originals)
-        delay += 0.1
-    assert mid_run, "no kill landed among the PATCHes: widen the kill window"
-    assert subprocess.run(cmd, check=False).returncode == 0
-    assert state() == {ns: (0, str(n)) for ns, n in originals.items()}
-    api.delete("NSScaler", f"{prefix}p")
-    api.create(builders.nsscaler(f"{prefix}keep", prefix + "none", [], kinds=[POOL]))
-    assert subprocess.run(cmd, check=False).returncode == 0
+        return sum(1 for count, _ in now.values() if count == 0)
+
+    with FaultProxy(control_plane, fraction=0.0) as proxy:
+        cmd = [NSSCALER, "--kubeconfig", str(proxy.kubeconfig(tmp_path / "kill", admin_token)), "--concurrency", "1",
+               "--log-level", "error"]
+
+        def killed_at(n: int, *, lands: bool) -> None:
+            kill = KillAt(method="PATCH", path_part="/pools/pool", n=n, lands=lands).on(proxy)
+            kill.start(cmd)
+            assert kill.wait() == -signal.SIGKILL and kill.killed.is_set(), f"the run ended before PATCH {n}"
+            proxy.wait_idle()
+
+        # freeze, n counting each run's own PATCHes: killed at the 1st (it lands: 1 frozen), at the 15th (it does
+        # not: 1 + 14), at the 25th, the last one left (it lands: all 40)
+        for n, lands, frozen in ((1, True, 1), (15, False, 15), (25, True, 40)):
+            killed_at(n, lands=lands)
+            assert frozen_count() == frozen, f"killed at PATCH {n} (lands: {lands})"
+        counter = KillAt(method="PATCH", path_part="/pools/pool", n=10**6).on(proxy)
+        assert subprocess.run(cmd, check=False).returncode == 0
+        assert counter.seen == 0  # the killed runs left nothing to finish
+        assert state() == {ns: (0, str(n)) for ns, n in originals.items()}
+
+        api.delete("NSScaler", f"{prefix}p")
+        api.create(builders.nsscaler(f"{prefix}keep", prefix + "none", [], kinds=[POOL]))
+        killed_at(22, lands=True)  # restore: 22 given back, 18 still frozen
+        assert frozen_count() == 18
+        assert subprocess.run(cmd, check=False).returncode == 0
     assert state() == {ns: (n, None) for ns, n in originals.items()}
 
 

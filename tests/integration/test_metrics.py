@@ -23,8 +23,8 @@ import yaml
 from tests import builders
 from tests import metrics_component as mc
 from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane, tools
-from tests.conftest import ROOT, apply_manifest, kubectl, make_family
+from tests.cluster import controlplane
+from tests.conftest import ROOT, apply_manifest, built_tool, kubectl, make_family
 
 OVERLAY = ROOT / "kustomize" / "overlays" / "prod-with-metrics"
 KSM_NAMESPACE, KSM_ACCOUNT = "kube-system", "kube-state-metrics"
@@ -71,10 +71,7 @@ def component() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def ksm_binary() -> Path:
-    try:
-        return tools.ensure_tool("kube-state-metrics")
-    except tools.SourceUnavailable as exc:
-        pytest.skip(f"kube-state-metrics cannot be built here: {exc}")
+    return built_tool("kube-state-metrics")
 
 
 @pytest.fixture(scope="module")
