@@ -12,8 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from job import report
-from job import run
+from job import report, run
 from job.cluster.kube import Kube
 from job.errors import StartupError
 from job.model.settings import Settings

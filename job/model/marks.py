@@ -15,6 +15,10 @@ ANNOTATION_ORIGINAL_SUSPEND = f"{DOMAIN}/original-suspend"
 ANNOTATION_ORIGINAL_PAUSED = f"{DOMAIN}/original-paused-replicas"
 #: KEDA's own key, which nsscaler sets to "0" on the ScaledObject of a frozen workload
 ANNOTATION_KEDA_PAUSED = "autoscaling.keda.sh/paused-replicas"
+#: what one unit (replica, running Job) of a frozen workload asked the scheduler for, as compact JSON
+#: (`job.model.resources.Footprint.record`): written with the record, removed with it, so the capacity a
+#: freeze gave back is known from metadata alone
+ANNOTATION_FREED = f"{DOMAIN}/freed"
 #: the NSScaler whose hold froze the workload
 ANNOTATION_SCALED_BY = f"{DOMAIN}/scaled-by"
 #: set by a user: nsscaler never touches the workload, nor what it controls

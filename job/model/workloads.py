@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from job.model import managed
 from job.model.activity import Change, last_user_change, parse_time
 from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, selecting_kinds
-from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_SCALED_BY, FIELD_MANAGER, LABEL_SCALED
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_FREED, ANNOTATION_SCALED_BY, FIELD_MANAGER, LABEL_SCALED
+from job.model.resources import footprint_of, parse_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,13 @@ class Workload:
     replicas_manager: str | None = None
     #: "Argo CD" or "Flux" when one of them manages the workload (tracking marks or field managers)
     gitops: str | None = None
+    #: what one unit asks the scheduler for, as its freeze would record it (`job.model.resources`): known
+    #: from the whole object only, and only once the overhead of its RuntimeClass is added (`runtime_class`)
+    footprint: str | None = None
+    #: the RuntimeClass whose Pod overhead `footprint` still lacks (`with_overhead` adds it)
+    runtime_class: str | None = None
+    #: the footprint its freeze recorded (`marks.ANNOTATION_FREED`), raw; None for a freeze older than it
+    freed: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -105,6 +113,18 @@ class Workload:
         return f"{self.kind.short.lower()}/{self.name} in {self.namespace}"
 
 
+def with_overhead(workload: Workload, overheads: dict[str, Any] | None) -> Workload:
+    """Its footprint completed with the Pod overhead of its RuntimeClass (`overheads`: RuntimeClass name ->
+    `overhead.podFixed`, as `job.model.resources.overheads` gives it); unknown when that is not known."""
+    if workload.runtime_class is None:
+        return workload
+    found = (overheads or {}).get(workload.runtime_class)
+    parsed = parse_record(workload.footprint) if found is not None else None
+    return replace(workload, runtime_class=None,
+                   footprint=parsed.with_overhead(found).record() if parsed is not None and found is not None
+                   else None)
+
+
 def _controller(meta: dict[str, Any]) -> tuple[str | None, str | None]:
     """The kind and name of its controller owner, if any."""
     owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
@@ -137,6 +157,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
     `metadata_only`: `obj` came from a metadata-only LIST (no spec, no status)."""
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
     meta = obj.get("metadata") or {}
+    footprint, runtime_class = (None, None) if metadata_only else footprint_of(handler.kind.short, obj)
     annotations = meta.get("annotations") or {}
     fields = meta.get("managedFields") or []
     controller, controller_name = _controller(meta)
@@ -158,6 +179,9 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
                                                        ignore=FIELD_MANAGER)),
         gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
                            managers=(str(m.get("manager")) for m in fields)),
+        footprint=footprint.record() if footprint is not None else None,
+        runtime_class=runtime_class,
+        freed=annotations.get(ANNOTATION_FREED),
     )
 
 
@@ -184,10 +208,12 @@ def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
         original = handler.original_value(workload.size)
     else:
         raise ValueError(f"{workload.ref}: freezing needs its size, read only from metadata")
+    # what it frees, known only from a whole object; an older record of it stays when this one is unknown
+    freed = {ANNOTATION_FREED: workload.footprint} if workload.footprint and workload.runtime_class is None else {}
     return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,
-            "annotations": {handler.record_key: original, ANNOTATION_SCALED_BY: policy},
+            "annotations": {handler.record_key: original, ANNOTATION_SCALED_BY: policy, **freed},
             "labels": {LABEL_SCALED: "true"},
         },
     }, handler.frozen_body())
@@ -206,7 +232,8 @@ def restore_patch(workload: Workload) -> dict[str, Any]:
     return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,
-            "annotations": {handler.record_key: None, ANNOTATION_SCALED_BY: None},
+            "annotations": {handler.record_key: None, ANNOTATION_SCALED_BY: None,
+                            **({ANNOTATION_FREED: None} if workload.freed is not None else {})},
             "labels": {LABEL_SCALED: None},
         },
     }, handler.restored_body(workload.original))
