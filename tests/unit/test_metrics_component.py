@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from fractions import Fraction
 import re
 import subprocess
 
 import pytest
 import yaml
 
+from job.decide.freed import Freed
 from job.decide.status import PolicyOutcome, build_status
+from job.model.resources import Footprint
 from tests import metrics_component as mc
 from tests.conftest import ROOT, kubectl
 
@@ -101,6 +104,29 @@ def test_every_count_nsscaler_writes_has_a_metric():
     assert not missing, f"status.counts without a metric in {mc.CONFIG.name}: {sorted(missing)}"
 
 
+#: status.freed keys that are no metric, and why: the same figures as `resources`, in Kubernetes notation for
+#: people (requests, limits), and a namespace list, which as a label would be unbounded (topNamespaces)
+FREED_FOR_PEOPLE = ("requests", "limits", "topNamespaces")
+
+
+def _a_policy_freeing_everything() -> PolicyOutcome:
+    """An outcome whose freed block has every figure there is: CPU, memory, a GPU, limits, Pods without requests."""
+    fp = Footprint(pods=3, requests={"cpu": Fraction(3, 2), "memory": Fraction(2**30), "nvidia.com/gpu": Fraction(1)},
+                   limits={"memory": Fraction(2**31)}, unrequested=1)
+    return PolicyOutcome(name="p", generation=1, freed=Freed(total=fp, workloads=2, unknown=1, namespaces={"a": fp}))
+
+
+def test_every_freed_figure_nsscaler_writes_has_a_metric():
+    status = build_status(_a_policy_freeing_everything(), now=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), list_limit=5)
+    freed = status["freed"]
+    figures = {k for k in freed if k not in FREED_FOR_PEOPLE and k != "resources"}
+    figures |= {f"resources.{k}" for entry in freed["resources"] for k in entry if k != "resource"}
+    assert figures, freed
+    missing = figures - set(mc.freed_metrics())
+    assert not missing, f"status.freed figures without a metric in {mc.CONFIG.name}: {sorted(missing)}"
+    assert {e["resource"] for e in freed["resources"]} == {"cpu", "memory", "nvidia.com/gpu"}
+
+
 def test_metric_names_follow_prometheus_conventions():
     names = mc.exported()
     assert len(names) == len(set(names))
@@ -118,7 +144,8 @@ def test_labels_are_bounded():
     assert resource["labelsFromPath"] == {"policy": ["metadata", "name"]}
     for metric in resource["metrics"]:
         labels = set(metric["each"]["gauge"].get("labelsFromPath", {}))
-        assert labels <= set(mc.CONDITION_LABELS), (metric["name"], labels)
+        freed = metric["each"]["gauge"]["path"][:3] == ["status", "freed", "resources"]
+        assert labels <= set(mc.FREED_LABELS if freed else mc.CONDITION_LABELS), (metric["name"], labels)
         assert "commonLabels" not in metric and "labelFromKey" not in metric["each"]["gauge"], metric["name"]
 
 
