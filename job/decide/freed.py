@@ -17,6 +17,8 @@ from fractions import Fraction
 from job.decide.actions import ActionResult, Verb
 from job.model.kinds import MalformedRecord
 from job.model.resources import Footprint, add, format_quantity, parse_record
+
+__all__ = ["Footprint", "Freed", "by_policy", "frees", "summary", "top_namespaces"]
 from job.model.workloads import Workload
 
 #: resources shown on their own (`status.freed.gpus`, `kubectl get nss -o wide`): extended resources named so

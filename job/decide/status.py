@@ -189,8 +189,20 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
-        "freed": freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
+        "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
+                          outcome.previous_status.get("freed")),
     }
+
+
+def _cleared(freed: dict[str, Any], previous: Any) -> dict[str, Any]:
+    """The status is written as a merge patch, which keeps map keys it does not name: a resource freed no more
+    is named as null, so that it goes."""
+    if not isinstance(previous, dict):
+        return freed
+    for key in ("requests", "limits"):
+        gone = set(previous.get(key) or {}) - set(freed[key])
+        freed[key] = {**dict.fromkeys(sorted(gone)), **freed[key]}
+    return freed
 
 
 def freed_entry(freed: Freed, *, list_limit: int) -> dict[str, Any]:

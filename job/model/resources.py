@@ -153,8 +153,8 @@ def pod_footprint(spec: Mapping[str, Any], *, pods: int, overhead: Amounts | Non
     """`pods` Pods of this Pod spec, with `overhead` (else the spec's own `overhead`)."""
     containers: Iterable[Mapping[str, Any]] = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
     unrequested = pods if any(_requests_nothing(c) for c in containers) else 0
-    one = Footprint(pods, {k: v * pods for k, v in _pod_sum(spec, 0).items()},
-                    {k: v * pods for k, v in _pod_sum(spec, 1).items()}, unrequested)
+    one = Footprint(pods, {k: v * pods for k, v in _pod_sum(spec, 0).items() if pods},
+                    {k: v * pods for k, v in _pod_sum(spec, 1).items() if pods}, unrequested)
     return one.with_overhead(_amounts(spec.get("overhead")) if overhead is None else overhead)
 
 

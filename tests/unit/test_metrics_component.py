@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from fractions import Fraction
 import re
 import subprocess
+from fractions import Fraction
 
 import pytest
 import yaml
