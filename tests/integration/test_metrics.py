@@ -134,6 +134,14 @@ def expected_samples(obj: dict[str, Any]) -> dict[tuple[str, frozenset[tuple[str
     for cond in status["conditions"]:
         labels = plain | {("type", cond["type"]), ("status", cond["status"]), ("reason", cond["reason"])}
         out["nsscaler_policy_condition", labels] = 1.0 if cond["status"] == "True" else 0.0
+    freed, metrics = status.get("freed") or {}, mc.freed_metrics()
+    for key, value in freed.items():
+        if not isinstance(value, (dict, list)):
+            assert key in metrics, f"status.freed.{key} has no metric in {mc.CONFIG.name}"
+            out[metrics[key], plain] = float(value)
+    for entry in freed.get("resources") or []:
+        for key in ("requests", "limits"):
+            out[metrics[f"resources.{key}"], plain | {("resource", entry["resource"])}] = float(entry[key])
     return out
 
 
@@ -205,3 +213,35 @@ def test_kube_state_metrics_runs_only_with_the_access_the_component_grants(contr
     assert http.patch(f"{server}/apis/{builders.NSSCALER_VERSION}/nsscalers/any", json={},
                       headers={"Content-Type": "application/merge-patch+json"}, timeout=10).status_code == 403
     assert "forbidden" not in ksm.log.read_text().lower(), ksm.log.read_text()[-3000:]
+
+
+def test_every_freed_figure_has_its_series_with_the_same_value(api, run_job, prefix, ksm):
+    """The freed block of tests/integration/test_freed.py (whose figures are written out by hand there), as
+    kube-state-metrics exports it with the shipped config alone."""
+    created = builders.mixed_requests(prefix)
+    for obj in created:
+        api.create(obj)
+    name = f"{prefix}freed"
+    try:
+        api.create(builders.nsscaler(name, prefix, ["v1"]))
+        assert run_job().exit_code == 0
+        obj = api.get("NSScaler", name)
+        want = expected_samples(obj)
+        wait_until(lambda: ksm.of(name) == want, timeout=90, what=f"the metrics of {name}")
+    finally:
+        api.delete("RuntimeClass", created[3]["metadata"]["name"])
+    plain = frozenset(mc.KSM_LABELS.items())
+    got = ksm.of(name)
+
+    def resource(metric: str, name: str) -> float:
+        return got[f"nsscaler_policy_freed_{metric}", plain | {("resource", name)}]
+
+    assert resource("requests", "cpu") == 4.25 and resource("limits", "cpu") == 0
+    assert resource("requests", "memory") == 2928 * 2**20 and resource("limits", "memory") == 2 * 2**30
+    assert resource("requests", "nvidia.com/gpu") == 1 and got["nsscaler_policy_freed_gpus", plain] == 1
+    assert got["nsscaler_policy_freed_pods", plain] == 10
+    assert got["nsscaler_policy_freed_pods_without_requests", plain] == 2
+    assert got["nsscaler_policy_freed_workloads", plain] == 5
+    assert got["nsscaler_policy_freed_unknown_workloads", plain] == 0
+    figures = {k for k, v in obj["status"]["freed"].items() if not isinstance(v, (dict, list))}
+    assert {mc.freed_metrics()[k] for k in figures} <= {n for n, _ in got}
