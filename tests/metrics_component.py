@@ -22,6 +22,9 @@ RULES = COMPONENT / "prometheus-rules.yaml"
 RBAC = COMPONENT / "rbac.yaml"
 PROMETHEUS_RULE = COMPONENT / "prometheusrule.yaml"
 HELM_VALUES = COMPONENT / "helm-values.yaml"
+DASHBOARD = COMPONENT / "dashboard.json"
+CONFIG_MAP = "nsscaler-kube-state-metrics"
+DASHBOARD_CONFIG_MAP = "nsscaler-dashboard"
 
 #: The labels kube-state-metrics puts on every NSScaler metric besides `policy` (the integration test checks
 #: this against a real scrape; the promtool tests build their series with it).
