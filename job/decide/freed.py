@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from job.decide.actions import ActionResult, Verb
 from job.model.kinds import MalformedRecord
-from job.model.resources import Footprint, add, format_quantity, parse_record
+from job.model.resources import NANO, Footprint, add, format_quantity, parse_record
 
 __all__ = ["Footprint", "Freed", "by_policy", "frees", "summary", "top_namespaces"]
 from job.model.workloads import Workload
@@ -37,8 +36,9 @@ class Freed:
     namespaces: Mapping[str, Footprint] = field(default_factory=dict)
 
     @property
-    def gpus(self) -> Fraction:
-        return sum((v for k, v in self.total.requests.items() if k.endswith(GPU_SUFFIX)), Fraction(0))
+    def gpus(self) -> int:
+        """In nano-units, as every amount."""
+        return sum(v for k, v in self.total.requests.items() if k.endswith(GPU_SUFFIX))
 
 
 def plus(a: Footprint, b: Footprint) -> Footprint:
@@ -111,15 +111,15 @@ def by_policy(workloads: Iterable[Workload], results: Sequence[ActionResult]) ->
 
 def top_namespaces(freed: Freed, limit: int) -> list[tuple[str, Footprint]]:
     """The namespaces freeing the most CPU (then memory, then Pods), at most `limit`; ties by name."""
-    def rank(item: tuple[str, Footprint]) -> tuple[Fraction, Fraction, int, str]:
+    def rank(item: tuple[str, Footprint]) -> tuple[int, int, int, str]:
         ns, f = item
-        return (-f.requests.get("cpu", Fraction(0)), -f.requests.get("memory", Fraction(0)), -f.pods, ns)
+        return (-f.requests.get("cpu", 0), -f.requests.get("memory", 0), -f.pods, ns)
     return sorted(freed.namespaces.items(), key=rank)[:limit]
 
 
-def plain(resource: str, value: Fraction) -> float | int:
+def plain(resource: str, nanos: int) -> float | int:
     """The number a metric carries: CPU in cores (a float), any other resource in its unit (bytes, devices)."""
-    return float(value) if resource == "cpu" or value.denominator != 1 else int(value)
+    return nanos / NANO if resource == "cpu" or nanos % NANO else nanos // NANO
 
 
 def summary(f: Footprint) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from job.decide.freed import Freed, plain, top_namespaces
@@ -209,7 +208,7 @@ def freed_entry(freed: Freed, *, list_limit: int) -> dict[str, Any]:
     """`status.freed` and the JSON report's `freed`: quantities in Kubernetes notation for people (`requests`,
     `limits`: CPU and memory always there), plain numbers for metrics (`resources`: CPU in cores, the rest in
     their unit, bytes for memory), and the namespaces freeing the most CPU."""
-    total, none = freed.total, Fraction(0)
+    total, none = freed.total, 0
     names = sorted({"cpu", "memory", *total.requests, *total.limits})
     return {
         "workloads": freed.workloads,

@@ -12,89 +12,100 @@ A container's missing request defaults to its limit, as the API server defaults 
 same way; the overhead adds to a limit only where a limit is set. A Pod with a container that requests
 nothing at all is counted apart, as "without requests".
 
-Quantities are exact fractions here, written back in Kubernetes notation (`format_quantity`).
+Quantities are whole numbers of nano-units here (exact), written back in Kubernetes notation
+(`format_quantity`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?")
-_SCALE = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
-          "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-          "P": Fraction(10**15), "E": Fraction(10**18),
-          **{s: Fraction(1024**i) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), start=1)}}
+_QUANTITY = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?")
+#: every amount is held as a whole number of nano-units (1 CPU = 10**9, 1 byte = 10**9): the finest a
+#: Kubernetes quantity can say, and integer arithmetic is what makes a footprint cheap to compute
+NANO = 10**9
+_EXP10 = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY = [(s, 1024**i) for i, s in reversed(list(enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), start=1)))]
+_BINARY_SIZE = dict(_BINARY)
 _DECIMAL = [(s, 1000**i) for i, s in reversed(list(enumerate(("k", "M", "G", "T", "P", "E"), start=1)))]
 
-Amounts = Mapping[str, Fraction]
+#: resource name -> nano-units
+Amounts = Mapping[str, int]
 
 
 class BadQuantity(ValueError):
     """A quantity that is not in Kubernetes notation."""
 
 
-def parse_quantity(text: object) -> Fraction:
-    """"250m" -> 1/4, "1Gi" -> 1073741824, "1e3" -> 1000, 2 -> 2."""
+def parse_quantity(text: object) -> int:
+    """In nano-units, rounded up: "250m" -> 250_000_000, "1Gi" -> 2**30 * 10**9, "1e3" -> 1000 * 10**9."""
     match = _QUANTITY.fullmatch(str(text).strip())
-    if match is None:
+    if match is None or not (match[2] or match[3]):
         raise BadQuantity(f"{text!r} is not a Kubernetes quantity")
-    number, suffix = Fraction(match[1]), match[2] or ""
-    if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        return number * Fraction(10) ** int(suffix[1:])
-    return number * _SCALE[suffix]
+    sign, whole, fraction, suffix = match[1], match[2] or "0", match[3] or "", match[4] or ""
+    digits = int(whole + fraction)
+    if suffix in _BINARY_SIZE:
+        digits, exp10 = digits * _BINARY_SIZE[suffix], 9 - len(fraction)
+    elif suffix in _EXP10:
+        exp10 = 9 + _EXP10[suffix] - len(fraction)
+    else:  # an exponent: 1e3
+        exp10 = 9 + int(suffix[1:]) - len(fraction)
+    value = digits * int(10**exp10) if exp10 >= 0 else -(-digits // int(10**-exp10))
+    return -value if sign == "-" else value
 
 
-def format_quantity(value: Fraction) -> str:
+def format_quantity(nanos: int) -> str:
     """Kubernetes notation: whole numbers with the largest exact binary suffix ("12Gi", "1088Mi"), else
     decimal ("500M"), else plain ("3"); a fraction in millis, rounded up ("3500m")."""
-    if value.denominator != 1:
-        return f"{math.ceil(value * 1000)}m"
-    whole = int(value)
+    if nanos % NANO:
+        return f"{-(-nanos // 10**6)}m"
+    whole = nanos // NANO
     for suffix, size in (*_BINARY, *_DECIMAL):
         if whole and whole % size == 0:
             return f"{whole // size}{suffix}"
     return str(whole)
 
 
-def add(a: Amounts, b: Amounts, times: int = 1) -> dict[str, Fraction]:
+def add(a: Amounts, b: Amounts, times: int = 1) -> dict[str, int]:
     out = dict(a)
     for name, value in b.items():
-        out[name] = out.get(name, Fraction(0)) + value * times
+        out[name] = out.get(name, 0) + value * times
     return out
 
 
-def _larger(a: Amounts, b: Amounts) -> dict[str, Fraction]:
-    return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in {*a, *b}}
+def _larger(a: Amounts, b: Amounts) -> dict[str, int]:
+    out = dict(a)
+    for name, value in b.items():
+        if value > out.get(name, 0):
+            out[name] = value
+    return out
 
 
-def _amounts(raw: Mapping[str, Any] | None) -> dict[str, Fraction]:
+def _amounts(raw: Mapping[str, Any] | None) -> dict[str, int]:
     return {str(k): parse_quantity(v) for k, v in (raw or {}).items()}
 
 
-def _container(c: Mapping[str, Any]) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+def _container(c: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
     """A container's requests (a missing one defaulted to its limit) and limits."""
     resources = c.get("resources") or {}
     limits = _amounts(resources.get("limits"))
     return {**limits, **_amounts(resources.get("requests"))}, limits
 
 
-def _pod_sum(spec: Mapping[str, Any], which: int) -> dict[str, Fraction]:
-    """The scheduler's sum for one Pod, of requests (which=0) or limits (which=1), without the overhead."""
-    apps: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        apps = add(apps, _container(c)[which])
-    sidecars: dict[str, Fraction] = {}
-    inits: dict[str, Fraction] = {}
-    for c in spec.get("initContainers") or []:
-        own = _container(c)[which]
-        if c.get("restartPolicy") == "Always":
+def _pod_sum(apps_in: list[dict[str, int]], inits_in: list[tuple[dict[str, int], bool]]) -> dict[str, int]:
+    """The scheduler's sum for one Pod (of requests, or of limits), without the overhead: `inits_in` are the
+    init containers in order, each with whether it is a sidecar."""
+    apps: dict[str, int] = {}
+    for own in apps_in:
+        apps = add(apps, own)
+    sidecars: dict[str, int] = {}
+    inits: dict[str, int] = {}
+    for own, sidecar in inits_in:
+        if sidecar:
             apps = add(apps, own)
             sidecars = add(sidecars, own)
             inits = _larger(inits, sidecars)
@@ -145,16 +156,15 @@ def parse_record(text: str | None) -> Footprint | None:
     return Footprint(pods, requests, limits, unrequested)
 
 
-def _requests_nothing(c: Mapping[str, Any]) -> bool:
-    return not any(_container(c)[0].values())
-
-
 def pod_footprint(spec: Mapping[str, Any], *, pods: int, overhead: Amounts | None = None) -> Footprint:
-    """`pods` Pods of this Pod spec, with `overhead` (else the spec's own `overhead`)."""
-    containers: Iterable[Mapping[str, Any]] = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
-    unrequested = pods if any(_requests_nothing(c) for c in containers) else 0
-    one = Footprint(pods, {k: v * pods for k, v in _pod_sum(spec, 0).items() if pods},
-                    {k: v * pods for k, v in _pod_sum(spec, 1).items() if pods}, unrequested)
+    """`pods` Pods of this Pod spec, with `overhead` (else the spec's own `overhead`). Each container is
+    parsed once."""
+    apps = [_container(c) for c in spec.get("containers") or []]
+    inits = [(_container(c), c.get("restartPolicy") == "Always") for c in spec.get("initContainers") or []]
+    nothing = any(not any(r.values()) for r, _ in [*apps, *(c for c, _ in inits)])
+    per_pod = [_pod_sum([c[which] for c in apps], [(c[which], sidecar) for c, sidecar in inits]) for which in (0, 1)]
+    one = Footprint(pods, {k: v * pods for k, v in per_pod[0].items() if pods},
+                    {k: v * pods for k, v in per_pod[1].items() if pods}, pods if nothing else 0)
     return one.with_overhead(_amounts(spec.get("overhead")) if overhead is None else overhead)
 
 
@@ -185,7 +195,7 @@ def footprint_of(kind: str, obj: Mapping[str, Any]) -> tuple[Footprint | None, s
         return None, None
 
 
-def overheads(runtime_classes: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Fraction]]:
+def overheads(runtime_classes: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """RuntimeClass name -> its Pod overhead (`overhead.podFixed`; none when it sets none)."""
     out = {}
     for rc in runtime_classes:

@@ -179,9 +179,10 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
                                                        ignore=FIELD_MANAGER)),
         gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
                            managers=(str(m.get("manager")) for m in fields)),
-        footprint=footprint.record() if footprint is not None else None,
-        runtime_class=runtime_class,
-        freed=annotations.get(ANNOTATION_FREED),
+        # many workloads share a template: their footprints and records are held once
+        footprint=_interned(footprint.record()) if footprint is not None else None,
+        runtime_class=_interned(runtime_class),
+        freed=_interned(annotations.get(ANNOTATION_FREED)),
     )
 
 

@@ -11,14 +11,13 @@ import functools
 import json
 import re
 import subprocess
-from fractions import Fraction
 
 import pytest
 import yaml
 
 from job.decide.freed import Freed
 from job.decide.status import PolicyOutcome, build_status
-from job.model.resources import Footprint
+from job.model.resources import NANO, Footprint
 from tests import metrics_component as mc
 from tests.conftest import ROOT, kubectl
 
@@ -112,8 +111,8 @@ FREED_FOR_PEOPLE = ("requests", "limits", "topNamespaces")
 
 def _a_policy_freeing_everything() -> PolicyOutcome:
     """An outcome whose freed block has every figure there is: CPU, memory, a GPU, limits, Pods without requests."""
-    fp = Footprint(pods=3, requests={"cpu": Fraction(3, 2), "memory": Fraction(2**30), "nvidia.com/gpu": Fraction(1)},
-                   limits={"memory": Fraction(2**31)}, unrequested=1)
+    fp = Footprint(pods=3, requests={"cpu": 3 * NANO // 2, "memory": 2**30 * NANO, "nvidia.com/gpu": NANO},
+                   limits={"memory": 2**31 * NANO}, unrequested=1)
     return PolicyOutcome(name="p", generation=1, freed=Freed(total=fp, workloads=2, unknown=1, namespaces={"a": fp}))
 
 
