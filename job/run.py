@@ -130,10 +130,11 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
             all_namespaces=len(namespaces), guess=guess))
         selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
-        workloads = read.with_overheads(kube, read.complete(kube, workloads, needed))
+        workloads, overheads = read.with_overheads(kube, read.complete(kube, workloads, needed))
     except ApiError as exc:
         raise startup_error(kube, exc) from None
-    return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads))
+    return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
+                    overheads=overheads)
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings,

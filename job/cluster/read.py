@@ -196,19 +196,20 @@ def _whole(kube: Kube, handler: KindHandler, missing: Sequence[Workload],
 RUNTIME_CLASS_API_VERSION = "node.k8s.io/v1"
 
 
-def with_overheads(kube: Kube, found: list[Workload]) -> list[Workload]:
-    """`found`, the footprints of whole objects that name a RuntimeClass completed with its Pod overhead: one
-    LIST of RuntimeClasses, only in a run that read such an object. When it cannot be read, their footprints
-    are unknown (a freeze then records none) rather than wrong."""
+def with_overheads(kube: Kube, found: list[Workload]) -> tuple[list[Workload], dict[str, dict[str, int]] | None]:
+    """`found`, the footprints of whole objects that name a RuntimeClass completed with its Pod overhead, and the
+    overheads read (for a workload read again after a 409): one LIST of RuntimeClasses, only in a run that read
+    such an object. When it cannot be read, their footprints are unknown (a freeze then records none) rather
+    than wrong."""
     if not any(w.runtime_class is not None for w in found):
-        return found
+        return found, None
     try:
         known = overheads(kube.list_all(version=RUNTIME_CLASS_API_VERSION, plural="runtimeclasses"))
     except ApiError as exc:
         log.warning("could not read RuntimeClasses, so what the freezes of their workloads free is unknown: %s", exc,
                     extra={"event": "read", "kind": "RuntimeClass"})
-        return [with_overhead(w, None) for w in found]
-    return [with_overhead(w, known) for w in found]
+        return [with_overhead(w, None) for w in found], None
+    return [with_overhead(w, known) for w in found], known
 
 
 def scaled_objects(kube: Kube) -> list[ScaledObject]:

@@ -36,3 +36,5 @@ class Snapshot:
     namespaces: tuple[Namespace, ...]
     workloads: tuple[Workload, ...]
     autoscalers: Autoscalers | None = None
+    #: the Pod overhead of each RuntimeClass, when a workload read whole named one (None: not read)
+    overheads: Mapping[str, Mapping[str, int]] | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -113,7 +114,7 @@ class Workload:
         return f"{self.kind.short.lower()}/{self.name} in {self.namespace}"
 
 
-def with_overhead(workload: Workload, overheads: dict[str, Any] | None) -> Workload:
+def with_overhead(workload: Workload, overheads: Mapping[str, Mapping[str, int]] | None) -> Workload:
     """Its footprint completed with the Pod overhead of its RuntimeClass (`overheads`: RuntimeClass name ->
     `overhead.podFixed`, as `job.model.resources.overheads` gives it); unknown when that is not known."""
     if workload.runtime_class is None:
