@@ -38,8 +38,9 @@ def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, 
     out = []
     for p in policies:
         if isinstance(p, InvalidPolicy):
+            # what it froze stays frozen (an invalid policy restores nothing): still freed
             out.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status,
-                                     invalid=p.message))
+                                     invalid=p.message, freed=gave_back.get(p.name, freed.Freed())))
             continue
         out.append(replace(_outcome(p, decision=decision, results=results, census=census, settings=settings,
                                     failed=failed, reverted=[r for r in reverts if r.policy == p.name]),
