@@ -210,8 +210,9 @@ def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
         original = handler.original_value(workload.size)
     else:
         raise ValueError(f"{workload.ref}: freezing needs its size, read only from metadata")
-    # what it frees, known only from a whole object; an older record of it stays when this one is unknown
-    freed = {ANNOTATION_FREED: workload.footprint} if workload.footprint and workload.runtime_class is None else {}
+    # what it frees, known only from a whole object; when it is not, an older record of it goes (unknown, not stale)
+    known = workload.footprint if workload.runtime_class is None else None
+    freed = {ANNOTATION_FREED: known} if known or workload.freed is not None else {}
     return _merged({
         "metadata": {
             "resourceVersion": workload.resource_version,

@@ -196,3 +196,10 @@ def test_a_resource_freed_no_more_is_removed_from_the_status_merge_patch():
                         list_limit=5)
     assert body["freed"]["requests"] == {"nvidia.com/gpu": None, "cpu": "0", "memory": "0"}
     assert body["freed"]["limits"] == {"nvidia.com/gpu": None}
+
+
+def test_a_refreeze_whose_footprint_is_unknown_drops_the_older_record():
+    w = from_api(Kind.DEPLOYMENT, _obj("Deployment", {"runtimeClassName": "gone", "containers": [c()]}, replicas=3))
+    stale = with_overhead(dataclasses.replace(w, original="3", scaled_by="p", freed='{"pods":1}'), {})
+    assert stale.footprint is None
+    assert freeze_patch(stale, policy="p")["metadata"]["annotations"][ANNOTATION_FREED] is None
