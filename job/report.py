@@ -8,8 +8,17 @@ import logging
 import sys
 from typing import IO, Any, TextIO
 
+from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
-from job.decide.status import PolicyOutcome, remaining_entries, reverted_entries, woken_entries
+from job.decide.status import (
+    MAX_TOP_NAMESPACES,
+    PolicyOutcome,
+    freed_entry,
+    remaining_entries,
+    reverted_entries,
+    woken_entries,
+)
+from job.model.resources import format_quantity
 from job.run import RunReport
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -97,14 +106,39 @@ def namespace_table(report: RunReport) -> str:
 
 def plan_table(report: RunReport) -> str:
     """The dry-run view, kubectl-style: why each namespace is held or kept, then what would change and why."""
-    rows: list[tuple[str, ...]] = [("NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION", "POLICY", "WHY")]
+    rows: list[tuple[str, ...]] = [("NAMESPACE", "KIND", "NAME", "REPLICAS", "ACTION", "FREES", "POLICY", "WHY")]
     for r in sorted(report.results, key=lambda r: r.action.workload.key):
         w, handler = r.action.workload, r.action.workload.handling
         rows.append((w.namespace, w.kind.value, w.name, f"{handler.describe(w.size)} -> "
-                     f"{handler.describe(r.action.after)}", r.action.verb.value, r.action.policy, r.action.reason))
+                     f"{handler.describe(r.action.after)}", r.action.verb.value, _frees_text(r), r.action.policy,
+                     r.action.reason))
     namespaces = namespace_table(report)
     changes = _columns(rows) if len(rows) > 1 else "nothing to change\n"
     return f"{namespaces}\n{changes}" if namespaces else changes
+
+
+def _frees(r: ActionResult) -> freed_api.Footprint | str | None:
+    """What a freeze frees (before it happens, in a dry run): a footprint, "unknown", or None (not a freeze)."""
+    if r.action.verb is not Verb.FREEZE:
+        return None
+    found = freed_api.frees(r.action.workload, freezing=True)
+    return "unknown" if found is None else found
+
+
+def _frees_text(r: ActionResult) -> str:
+    found = _frees(r)
+    if found is None or isinstance(found, str):
+        return found or "-"
+    return freed_api.summary(found)
+
+
+def _frees_json(r: ActionResult) -> dict[str, Any] | str | None:
+    found = _frees(r)
+    if found is None or isinstance(found, str):
+        return found
+    return {"pods": found.pods, "podsWithoutRequests": found.unrequested,
+            "requests": {k: format_quantity(v) for k, v in sorted(found.requests.items())},
+            "limits": {k: format_quantity(v) for k, v in sorted(found.limits.items())}}
 
 
 def _selection_json(outcome: PolicyOutcome) -> dict[str, Any]:
@@ -135,6 +169,7 @@ def as_json(report: RunReport, *, with_actions: bool = True) -> dict[str, Any]:
             "gitOpsManaged": p.gitops_managed,
             "remaining": remaining_entries(p.remaining),
             "reverted": reverted_entries(p.reverted),
+            "freed": freed_entry(p.freed, list_limit=MAX_TOP_NAMESPACES),
             **_selection_json(p),
         } for p in report.policies],
         "actions": [_action_json(r) for r in report.results] if with_actions else [],
@@ -146,7 +181,7 @@ def _action_json(r: ActionResult) -> dict[str, Any]:
     return {"verb": r.action.verb.value, "outcome": r.outcome, "message": r.message, "policy": r.action.policy,
             "kind": r.action.workload.kind.value, "namespace": r.action.workload.namespace,
             "name": r.action.workload.name, "before": r.action.workload.size, "after": r.action.after,
-            "reason": r.action.reason}
+            "reason": r.action.reason, **({"frees": frees} if (frees := _frees_json(r)) is not None else {})}
 
 
 def write_json(report: RunReport, out: TextIO) -> None:

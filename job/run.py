@@ -107,7 +107,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         stages.done("apply")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
-                                        settings=settings)
+                                        settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results, problems=_orphan_problems(snapshot, decision, results, census))
         stages.done("pods")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
@@ -137,11 +137,11 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now,
                            wakes=wakes)
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
-        workloads = read.complete(kube, workloads, needed)
+        workloads, overheads = read.with_overheads(kube, read.complete(kube, workloads, needed))
     except ApiError as exc:
         raise startup_error(kube, exc) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes))
+                    wakes=tuple(wakes), overheads=overheads)
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

@@ -18,6 +18,7 @@ NSSCALER_VERSION = "operators.wubw.fun/v1alpha1"
 
 _PATHS = {
     "Namespace": ("/api/v1", "namespaces", False),
+    "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "Pod": ("/api/v1", "pods", True),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
     "ServiceAccount": ("/api/v1", "serviceaccounts", True),
@@ -104,6 +105,24 @@ def pod(ns: str, name: str, *, owner: dict[str, Any] | None = None, labels: dict
         meta["ownerReferences"] = [controller_ref(owner)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1"}]}}
+
+
+def with_pod_spec(obj: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """`obj` (a Deployment, StatefulSet, Job...) with these Pod spec fields in its template (e.g. `containers`)."""
+    obj["spec"]["template"]["spec"].update(spec)
+    return obj
+
+
+def container(name: str, *, requests: dict[str, str] | None = None, limits: dict[str, str] | None = None,
+              **extra: Any) -> dict[str, Any]:
+    resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+    return {"name": name, "image": "registry.invalid/app:1", "resources": resources, **extra}
+
+
+def runtime_class(name: str, **pod_fixed: str) -> dict[str, Any]:
+    """A RuntimeClass whose Pods carry this overhead (`overhead.podFixed`), as a sandboxed runtime's would."""
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": "runc",
+            **({"overhead": {"podFixed": pod_fixed}} if pod_fixed else {})}
 
 
 def controller_ref(obj: dict[str, Any]) -> dict[str, Any]:
@@ -260,3 +279,30 @@ def on_node(workload: dict[str, Any], image: str, *, node_selector: dict[str, st
     if node_selector:
         spec["nodeSelector"] = node_selector
     return workload
+
+
+def mixed_requests(prefix: str) -> list[dict[str, Any]]:
+    """A family whose held namespaces (`v2`, `v3`; `v1` stays active) run workloads with every way of asking
+    for resources, in creation order: no requests, CPU only, memory + a GPU (extended resources need no node
+    to be accepted for a Deployment), init containers around a sidecar, and a RuntimeClass's Pod overhead.
+    tests/integration/test_freed.py writes out by hand what their freeze frees."""
+    v1, v2, v3 = (prefix + s for s in ("v1", "v2", "v3"))
+    kata = f"{prefix}kata"
+    return [
+        namespace(v1), namespace(v2), namespace(v3),
+        runtime_class(kata, cpu="250m", memory="120Mi"),
+        deployment(v1, "d-cpu", 3),  # active: never counted
+        deployment(v2, "d-none", 2),
+        with_pod_spec(deployment(v2, "d-cpu", 3), containers=[container("app", requests={"cpu": "250m"})]),
+        with_pod_spec(deployment(v2, "d-gpu", 1), containers=[container(
+            "app", requests={"memory": "1Gi", "nvidia.com/gpu": "1"},
+            limits={"memory": "2Gi", "nvidia.com/gpu": "1"})]),
+        with_pod_spec(statefulset(v3, "s-init", 2),
+                      initContainers=[container("migrate", requests={"cpu": "1", "memory": "256Mi"}),
+                                      container("proxy", requests={"cpu": "100m", "memory": "64Mi"},
+                                                restartPolicy="Always"),
+                                      container("warm", requests={"cpu": "500m", "memory": "512Mi"})],
+                      containers=[container("app", requests={"cpu": "200m", "memory": "128Mi"})]),
+        with_pod_spec(deployment(v3, "d-kata", 2), runtimeClassName=kata,
+                      containers=[container("app", requests={"cpu": "500m", "memory": "256Mi"})]),
+    ]

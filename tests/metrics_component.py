@@ -22,6 +22,9 @@ RULES = COMPONENT / "prometheus-rules.yaml"
 RBAC = COMPONENT / "rbac.yaml"
 PROMETHEUS_RULE = COMPONENT / "prometheusrule.yaml"
 HELM_VALUES = COMPONENT / "helm-values.yaml"
+DASHBOARD = COMPONENT / "dashboard.json"
+CONFIG_MAP = "nsscaler-kube-state-metrics"
+DASHBOARD_CONFIG_MAP = "nsscaler-dashboard"
 
 #: The labels kube-state-metrics puts on every NSScaler metric besides `policy` (the integration test checks
 #: this against a real scrape; the promtool tests build their series with it).
@@ -29,6 +32,8 @@ KSM_LABELS = {"customresource_group": "operators.wubw.fun", "customresource_kind
               "customresource_version": "v1alpha1"}
 #: Labels only the condition metric has, one series per condition.
 CONDITION_LABELS = ("type", "status", "reason")
+#: The label only the per-resource freed metrics have (status.freed.resources), one series per resource.
+FREED_LABELS = ("resource",)
 
 _GENERATED = "# Generated from {sources} by `make metrics-manifests`: edit the source, not this file.\n"
 
@@ -79,6 +84,17 @@ def exported() -> dict[str, tuple[str, ...]]:
 def count_metrics() -> dict[str, str]:
     """`status.counts` key -> the metric exporting it."""
     return {path[2]: name for name, path in exported().items() if path[:2] == ("status", "counts")}
+
+
+def freed_metrics() -> dict[str, str]:
+    """`status.freed` key -> the metric exporting it; a key of `status.freed.resources` entries as `resources.<key>`."""
+    out = {}
+    for name, path in exported().items():
+        if path[:3] == ("status", "freed", "resources"):
+            out[f"resources.{path[3]}"] = name
+        elif path[:2] == ("status", "freed"):
+            out[path[2]] = name
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

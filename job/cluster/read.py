@@ -27,9 +27,10 @@ from job.model.custom import Resolution, resolve
 from job.model.kinds import BUILTIN, Kind, KindHandler, listed_for
 from job.model.marks import SCALED_SELECTOR, UNSCALED_SELECTOR
 from job.model.policy import InvalidPolicy, Policy
+from job.model.resources import overheads
 from job.model.settings import Settings
 from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers
-from job.model.workloads import Namespace, Workload, from_api, namespace_from_api
+from job.model.workloads import Namespace, Workload, from_api, namespace_from_api, with_overhead
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +206,25 @@ def _whole(kube: Kube, handler: KindHandler, missing: Sequence[Workload],
             raise
     with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
         return [obj for obj in pool.map(get, missing) if obj is not None]
+
+
+RUNTIME_CLASS_API_VERSION = "node.k8s.io/v1"
+
+
+def with_overheads(kube: Kube, found: list[Workload]) -> tuple[list[Workload], dict[str, dict[str, int]] | None]:
+    """`found`, the footprints of whole objects that name a RuntimeClass completed with its Pod overhead, and the
+    overheads read (for a workload read again after a 409): one LIST of RuntimeClasses, only in a run that read
+    such an object. When it cannot be read, their footprints are unknown (a freeze then records none) rather
+    than wrong."""
+    if not any(w.runtime_class is not None for w in found):
+        return found, None
+    try:
+        known = overheads(kube.list_all(version=RUNTIME_CLASS_API_VERSION, plural="runtimeclasses"))
+    except ApiError as exc:
+        log.warning("could not read RuntimeClasses, so what the freezes of their workloads free is unknown: %s", exc,
+                    extra={"event": "read", "kind": "RuntimeClass"})
+        return [with_overhead(w, None) for w in found], None
+    return [with_overhead(w, known) for w in found], known
 
 
 def scaled_objects(kube: Kube) -> list[ScaledObject]:

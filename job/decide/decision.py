@@ -26,7 +26,7 @@ from job.model.autoscalers import scaled_object
 from job.model.kinds import MalformedRecord
 from job.model.settings import Settings
 from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers, Snapshot
-from job.model.workloads import from_api
+from job.model.workloads import from_api, with_overhead
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ def again(write: Write, fresh: dict[str, Any], *, decision: Decision, snapshot: 
     try:
         if write.trigger is not None:
             return scaled_object_action(scaled_object(fresh), write.trigger)
-        workload = from_api(write.action.workload.handling, fresh)
+        workload = with_overhead(from_api(write.action.workload.handling, fresh), snapshot.overheads)
         plan = decision.plan
         replanned = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=[workload],
                               settings=settings, now=now, selection=plan.selection,

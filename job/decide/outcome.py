@@ -4,10 +4,10 @@ into each NSScaler's outcome, from which its status (`job.decide.status`) and th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 
-from job.decide import drain, pods
+from job.decide import drain, freed, pods
 from job.decide.actions import ActionResult, Verb, failure_message
 from job.decide.decision import Decision
 from job.decide.gitops import Revert
@@ -15,6 +15,7 @@ from job.decide.plan import PolicyPlan
 from job.decide.status import PolicyOutcome
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
+from job.model.workloads import Workload
 
 _COUNTED = {Verb.FREEZE: "frozen", Verb.RESTORE: "restored", Verb.ADOPT: "adopted"}
 
@@ -28,18 +29,22 @@ class Census:
 
 
 def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, results: Sequence[ActionResult],
-             census: Census, settings: Settings) -> list[PolicyOutcome]:
-    """One outcome per policy, in the order of `policies`."""
+             census: Census, settings: Settings, workloads: Iterable[Workload] = ()) -> list[PolicyOutcome]:
+    """One outcome per policy, in the order of `policies`. `workloads`: the snapshot's, for what the freezes
+    free (`job.decide.freed`)."""
     failed = drain.failed_refs(results, decision.problems)
     reverts = drain.reverts(list(results))
+    gave_back = freed.by_policy(workloads, results)
     out = []
     for p in policies:
         if isinstance(p, InvalidPolicy):
+            # what it froze stays frozen (an invalid policy restores nothing): still freed
             out.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status,
-                                     invalid=p.message))
+                                     invalid=p.message, freed=gave_back.get(p.name, freed.Freed())))
             continue
-        out.append(_outcome(p, decision=decision, results=results, census=census, settings=settings,
-                            failed=failed, reverted=[r for r in reverts if r.policy == p.name]))
+        out.append(replace(_outcome(p, decision=decision, results=results, census=census, settings=settings,
+                                    failed=failed, reverted=[r for r in reverts if r.policy == p.name]),
+                            freed=gave_back.get(p.name, freed.Freed())))
     return out
 
 

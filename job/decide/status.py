@@ -12,11 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
 from job.decide.plan import PolicyPlan
 from job.decide.pods import Remaining
 from job.decide.selection import PolicySelection
 from job.decide.wakes import WakeVerdict
+from job.model.resources import format_quantity
 
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"
@@ -34,6 +36,8 @@ REASON_EXPIRED = "Expired"
 
 MAX_FAILURES_IN_STATUS = 5
 MAX_REVERTED_IN_STATUS = 5
+#: namespaces named in `status.freed.topNamespaces` (fewer when `status_list_limit` is lower)
+MAX_TOP_NAMESPACES = 10
 #: owners of remaining Pods named in the Drained condition's message (status.remaining lists more)
 OWNERS_IN_MESSAGE = 3
 
@@ -64,6 +68,8 @@ class PolicyOutcome(PolicyPlan):
     cap_message: str | None = None
     #: which namespaces the selection kept or held and why, and whether the policy holds at all now
     selection: PolicySelection | None = None
+    #: what the workloads it holds frozen gave back (`job.decide.freed`)
+    freed: Freed = field(default_factory=Freed)
 
     @property
     def holding(self) -> bool:
@@ -186,6 +192,42 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
+        "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
+                          outcome.previous_status.get("freed")),
+    }
+
+
+def _cleared(freed: dict[str, Any], previous: Any) -> dict[str, Any]:
+    """The status is written as a merge patch, which keeps map keys it does not name: a resource freed no more
+    is named as null, so that it goes."""
+    if not isinstance(previous, dict):
+        return freed
+    for key in ("requests", "limits"):
+        gone = set(previous.get(key) or {}) - set(freed[key])
+        freed[key] = {**dict.fromkeys(sorted(gone)), **freed[key]}
+    return freed
+
+
+def freed_entry(freed: Freed, *, list_limit: int) -> dict[str, Any]:
+    """`status.freed` and the JSON report's `freed`: quantities in Kubernetes notation for people (`requests`,
+    `limits`: CPU and memory always there), plain numbers for metrics (`resources`: CPU in cores, the rest in
+    their unit, bytes for memory), and the namespaces freeing the most CPU."""
+    total, none = freed.total, 0
+    names = sorted({"cpu", "memory", *total.requests, *total.limits})
+    return {
+        "workloads": freed.workloads,
+        "unknownWorkloads": freed.unknown,
+        "pods": total.pods,
+        "podsWithoutRequests": total.unrequested,
+        "gpus": plain("gpu", freed.gpus),
+        "requests": {n: format_quantity(total.requests.get(n, none)) for n in names
+                     if n in total.requests or n in ("cpu", "memory")},
+        "limits": {n: format_quantity(v) for n, v in sorted(total.limits.items())},
+        "resources": [{"resource": n, "requests": plain(n, total.requests.get(n, none)),
+                       "limits": plain(n, total.limits.get(n, none))} for n in names],
+        "topNamespaces": [{"namespace": ns, "pods": f.pods, "cpu": format_quantity(f.requests.get("cpu", none)),
+                           "memory": format_quantity(f.requests.get("memory", none))}
+                          for ns, f in top_namespaces(freed, list_limit)],
     }
 
 

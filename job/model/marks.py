@@ -21,6 +21,10 @@ ANNOTATION_ORIGINAL_WHEN_SCALED = f"{DOMAIN}/original-when-scaled"
 ANNOTATION_ORIGINAL_NODE_SELECTOR = f"{DOMAIN}/original-node-selector"
 #: the node label a frozen DaemonSet's Pods require: no node carries it, so the DaemonSet controller removes them
 FROZEN_NODE_LABEL = f"{DOMAIN}/frozen"
+#: what one unit (replica, running Job) of a frozen workload asked the scheduler for, as compact JSON
+#: (`job.model.resources.Footprint.record`): written with the record, removed with it, so the capacity a
+#: freeze gave back is known from metadata alone
+ANNOTATION_FREED = f"{DOMAIN}/freed"
 #: the NSScaler whose hold froze the workload
 ANNOTATION_SCALED_BY = f"{DOMAIN}/scaled-by"
 #: set by a user: nsscaler never touches the workload, nor what it controls

@@ -40,3 +40,5 @@ class Snapshot:
     autoscalers: Autoscalers | None = None
     #: every Wake in the cluster (one LIST per run; none when the Wake CRD is not installed)
     wakes: tuple[Wake, ...] = ()
+    #: the Pod overhead of each RuntimeClass, when a workload read whole named one (None: not read)
+    overheads: Mapping[str, Mapping[str, int]] | None = None

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from job.model import managed
 from job.model.activity import Change, last_user_change, parse_time
 from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, selecting_kinds
-from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_SCALED_BY, FIELD_MANAGER, LABEL_SCALED
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_FREED, ANNOTATION_SCALED_BY, FIELD_MANAGER, LABEL_SCALED
+from job.model.resources import footprint_of, parse_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,13 @@ class Workload:
     guard_original: str | None = None
     #: what besides the size its kind's restore puts back, when read whole (`KindHandler.state_of`)
     state: str | None = None
+    #: what one unit asks the scheduler for, as its freeze would record it (`job.model.resources`): known
+    #: from the whole object only, and only once the overhead of its RuntimeClass is added (`runtime_class`)
+    footprint: str | None = None
+    #: the RuntimeClass whose Pod overhead `footprint` still lacks (`with_overhead` adds it)
+    runtime_class: str | None = None
+    #: the footprint its freeze recorded (`marks.ANNOTATION_FREED`), raw; None for a freeze older than it
+    freed: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -111,6 +120,18 @@ class Workload:
         return f"{self.kind.short.lower()}/{self.name} in {self.namespace}"
 
 
+def with_overhead(workload: Workload, overheads: Mapping[str, Mapping[str, int]] | None) -> Workload:
+    """Its footprint completed with the Pod overhead of its RuntimeClass (`overheads`: RuntimeClass name ->
+    `overhead.podFixed`, as `job.model.resources.overheads` gives it); unknown when that is not known."""
+    if workload.runtime_class is None:
+        return workload
+    found = (overheads or {}).get(workload.runtime_class)
+    parsed = parse_record(workload.footprint) if found is not None else None
+    return replace(workload, runtime_class=None,
+                   footprint=parsed.with_overhead(found).record() if parsed is not None and found is not None
+                   else None)
+
+
 def _controller(meta: dict[str, Any]) -> tuple[str | None, str | None]:
     """The kind and name of its controller owner, if any."""
     owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
@@ -143,6 +164,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
     `metadata_only`: `obj` came from a metadata-only LIST (no spec, no status)."""
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
     meta = obj.get("metadata") or {}
+    footprint, runtime_class = (None, None) if metadata_only else footprint_of(handler.kind.short, obj)
     annotations = meta.get("annotations") or {}
     fields = meta.get("managedFields") or []
     controller, controller_name = _controller(meta)
@@ -167,6 +189,10 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         guard_original=annotations.get(handler.guard.record_key) if handler.guard else None,
         gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
                            managers=(str(m.get("manager")) for m in fields)),
+        # many workloads share a template: their footprints and records are held once
+        footprint=_interned(footprint.record()) if footprint is not None else None,
+        runtime_class=_interned(runtime_class),
+        freed=_interned(annotations.get(ANNOTATION_FREED)),
     )
 
 
@@ -193,7 +219,10 @@ def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
         original = handler.original_value(workload.size, workload.state)
     else:
         raise ValueError(f"{workload.ref}: freezing needs its size, read only from metadata")
-    annotations = {handler.record_key: original, ANNOTATION_SCALED_BY: policy}
+    # what it frees, known only from a whole object; when it is not, an older record of it goes (unknown, not stale)
+    known = workload.footprint if workload.runtime_class is None else None
+    freed = {ANNOTATION_FREED: known} if known or workload.freed is not None else {}
+    annotations = {handler.record_key: original, ANNOTATION_SCALED_BY: policy, **freed}
     body = handler.frozen_body()
     guard = handler.guard
     if guard is not None and workload.guard_value not in (None, guard.safe):
@@ -219,7 +248,8 @@ def restore_patch(workload: Workload) -> dict[str, Any]:
     """The recorded size back and the record removed, in one merge patch. Raises MalformedRecord."""
     handler = workload.handling
     assert workload.original is not None
-    annotations: dict[str, str | None] = {handler.record_key: None, ANNOTATION_SCALED_BY: None}
+    annotations: dict[str, str | None] = {handler.record_key: None, ANNOTATION_SCALED_BY: None,
+                                          **({ANNOTATION_FREED: None} if workload.freed is not None else {})}
     body = handler.restored_body(workload.original)
     if handler.guard is not None and workload.guard_original is not None:
         body = _merged(body, handler.guard.body(workload.guard_original))

@@ -23,6 +23,7 @@ def test_component_adds_its_objects_and_changes_nothing_else():
     assert {k: with_metrics[k] for k in prod} == prod
     assert set(with_metrics) - set(prod) == {
         ("ConfigMap", "kube-system", "nsscaler-kube-state-metrics"),
+        ("ConfigMap", "nsscaler", "nsscaler-dashboard"),
         ("ClusterRole", "", "nsscaler-kube-state-metrics"),
         ("ClusterRoleBinding", "", "nsscaler-kube-state-metrics"),
         ("PrometheusRule", "nsscaler", "nsscaler"),
@@ -37,6 +38,7 @@ def test_server_accepts_everything_but_the_prometheus_rule(control_plane, tmp_pa
     out = kubectl_run(control_plane.admin_kubeconfig, "apply", "--dry-run=server", "-f", str(accepted)).stdout
     for kind in ("configmap", "clusterrole.rbac.authorization.k8s.io", "clusterrolebinding.rbac.authorization.k8s.io"):
         assert re.search(rf"^{re.escape(kind)}/nsscaler-kube-state-metrics \w+ \(server dry run\)$", out, re.M), out
+    assert re.search(r"^configmap/nsscaler-dashboard \w+ \(server dry run\)$", out, re.M), out
 
     rule = tmp_path / "rule.yaml"
     rule.write_text(yaml.safe_dump_all([d for d in docs if d["kind"] == "PrometheusRule"]))

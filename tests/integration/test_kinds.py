@@ -16,6 +16,7 @@ import pytest
 
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
+    ANNOTATION_FREED,
     ANNOTATION_KEDA_PAUSED,
     ANNOTATION_ORIGINAL_PAUSED,
     ANNOTATION_ORIGINAL_REPLICAS,
@@ -74,7 +75,9 @@ def test_running_job_is_suspended_its_pods_go_and_it_resumes_a_finished_job_is_u
     assert run_job().exit_code == 0
     batch = api.get("Job", "batch", ns)
     assert batch["spec"]["suspend"] is True
-    assert record(batch) == {ANNOTATION_ORIGINAL_SUSPEND: "false", ANNOTATION_SCALED_BY: f"{prefix}p"}
+    # its footprint too: a Job's unit is its parallelism, here 2 Pods whose container requests nothing
+    assert record(batch) == {ANNOTATION_ORIGINAL_SUSPEND: "false", ANNOTATION_SCALED_BY: f"{prefix}p",
+                             ANNOTATION_FREED: '{"pods":2,"unrequested":2}'}
     wait_until(lambda: job_pods(api, ns, "batch") == [], what="the suspended Job's Pods to go")
     late = api.get("Job", "late", ns)
     assert late["metadata"]["resourceVersion"] == finished_rv and ours(late) == []

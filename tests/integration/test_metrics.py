@@ -9,8 +9,10 @@ and every metric is compared with the status it was made from.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,6 +133,14 @@ def expected_samples(obj: dict[str, Any]) -> dict[tuple[str, frozenset[tuple[str
     for cond in status["conditions"]:
         labels = plain | {("type", cond["type"]), ("status", cond["status"]), ("reason", cond["reason"])}
         out["nsscaler_policy_condition", labels] = 1.0 if cond["status"] == "True" else 0.0
+    freed, metrics = status.get("freed") or {}, mc.freed_metrics()
+    for key, value in freed.items():
+        if not isinstance(value, (dict, list)):
+            assert key in metrics, f"status.freed.{key} has no metric in {mc.CONFIG.name}"
+            out[metrics[key], plain] = float(value)
+    for entry in freed.get("resources") or []:
+        for key in ("requests", "limits"):
+            out[metrics[f"resources.{key}"], plain | {("resource", entry["resource"])}] = float(entry[key])
     return out
 
 
@@ -202,3 +212,82 @@ def test_kube_state_metrics_runs_only_with_the_access_the_component_grants(contr
     assert http.patch(f"{server}/apis/{builders.NSSCALER_VERSION}/nsscalers/any", json={},
                       headers={"Content-Type": "application/merge-patch+json"}, timeout=10).status_code == 403
     assert "forbidden" not in ksm.log.read_text().lower(), ksm.log.read_text()[-3000:]
+
+
+def test_every_freed_figure_has_its_series_with_the_same_value(api, run_job, prefix, ksm):
+    """The freed block of tests/integration/test_freed.py (whose figures are written out by hand there), as
+    kube-state-metrics exports it with the shipped config alone."""
+    created = builders.mixed_requests(prefix)
+    for obj in created:
+        api.create(obj)
+    name = f"{prefix}freed"
+    try:
+        api.create(builders.nsscaler(name, prefix, ["v1"]))
+        assert run_job().exit_code == 0
+        obj = api.get("NSScaler", name)
+        want = expected_samples(obj)
+        wait_until(lambda: ksm.of(name) == want, timeout=90, what=f"the metrics of {name}")
+    finally:
+        api.delete("RuntimeClass", created[3]["metadata"]["name"])
+    plain = frozenset(mc.KSM_LABELS.items())
+    got = ksm.of(name)
+
+    def resource(metric: str, name: str) -> float:
+        return got[f"nsscaler_policy_freed_{metric}", plain | {("resource", name)}]
+
+    assert resource("requests", "cpu") == 4.25 and resource("limits", "cpu") == 0
+    assert resource("requests", "memory") == 2928 * 2**20 and resource("limits", "memory") == 2 * 2**30
+    assert resource("requests", "nvidia.com/gpu") == 1 and got["nsscaler_policy_freed_gpus", plain] == 1
+    assert got["nsscaler_policy_freed_pods", plain] == 10
+    assert got["nsscaler_policy_freed_pods_without_requests", plain] == 2
+    assert got["nsscaler_policy_freed_workloads", plain] == 5
+    assert got["nsscaler_policy_freed_unknown_workloads", plain] == 0
+    figures = {k for k, v in obj["status"]["freed"].items() if not isinstance(v, (dict, list))}
+    assert {mc.freed_metrics()[k] for k in figures} <= {n for n, _ in got}
+    _dashboard_and_readme_queries_evaluate_over(ksm.scrape(), policy=name, status=obj["status"])
+
+
+#: Prometheus' own labels on a scrape of kube-state-metrics (as in test_alerts.py)
+SCRAPE = {"job": "kube-state-metrics", "instance": "10.0.0.7:8080"}
+#: the series are replayed unchanged for 30 days, one sample an hour, and evaluated at the end
+HOURS = 720
+
+
+def readme_queries() -> dict[str, str]:
+    """The README's PromQL questions, by question."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Questions, in PromQL"):readme.index("### Dashboard")]
+    return {m[1]: m[2] for m in re.finditer(r"^\| ([^|]+\?) \| `(.+)` \|$", table, re.M)}
+
+
+def _dashboard_and_readme_queries_evaluate_over(samples: list[Sample], *, policy: str, status: dict[str, Any]) -> None:
+    """promtool evaluates every dashboard panel's queries and every README query over what kube-state-metrics
+    just exported for `policy`: each panel's query must return a series; the savings queries their value, worked
+    out from the freed figures by hand (4.25 cores and 2928Mi each hour of 30 days)."""
+    ours = [(n, dict(labels), v) for n, labels, v in samples
+            if n.startswith("nsscaler_") and ("policy", policy) in labels]
+    series = [{"series": n + "{" + ",".join(f'{k}="{v}"' for k, v in sorted({**SCRAPE, **labels}.items())) + "}",
+               "values": f"{int(value) if value.is_integer() else value!r}x{HOURS}"} for n, labels, value in ours]
+    panels = [p for p in json.loads(mc.DASHBOARD.read_text())["panels"] if p["type"] != "row"]
+    exprs = {f"{p['title']} ({t['refId']})": t["expr"].replace("$policy", ".*") for p in panels for t in p["targets"]}
+    questions = readme_queries()
+    # how many series each README question returns in this state (a filter may rightly return none)
+    answers = {"Which policies are failing, and why?": 0, "Which spec changes has no run acted on yet?": 0,
+               "Which policies still have Pods running where they should not?": int(status["counts"]["podsLeft"] > 0)}
+    tests = [{"expr": f"count({expr}) or vector(0)", "eval_time": f"{HOURS}h",
+              "exp_samples": [{"labels": "{}", "value": answers.get(name, 1)}]}
+             for name, expr in {**exprs, **questions}.items()]
+    core_hours = 4.25 * HOURS
+    gib_hours = 2928 / 1024 * HOURS
+    tests += [{"expr": questions["How many core-hours did the freezes free in the last 30 days?"],
+               "eval_time": f"{HOURS}h", "exp_samples": [{"labels": f'{{policy="{policy}"}}', "value": core_hours}]},
+              {"expr": questions["What did that save, at a price I set?"], "eval_time": f"{HOURS}h",
+               "exp_samples": [{"labels": f'{{policy="{policy}"}}', "value": core_hours * 0.031 + gib_hours * 0.004}]}]
+    with tempfile.TemporaryDirectory() as tmp:
+        test_file = Path(tmp) / "queries_test.yaml"
+        test_file.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1h", "tests": [
+            {"interval": "1h", "input_series": series, "promql_expr_test": tests}]}, sort_keys=False))
+        result = subprocess.run([str(built_tool("promtool")), "test", "rules", str(test_file)],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+    assert len(exprs) >= 15 and len(questions) == 7 and len(series) > 20, (len(exprs), len(questions), len(series))

@@ -11,7 +11,7 @@ import datetime as dt
 import subprocess
 import time
 
-from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
+from job.model.marks import ANNOTATION_FREED, ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
 from tests import builders
 from tests.builders import AdminApi
 from tests.conftest import kubectl
@@ -66,7 +66,8 @@ def test_keep_recent_follows_rollouts(api: AdminApi, run_job, prefix, control_pl
     assert second.exit_code == 0, second.stderr
     assert _sizes(api, prefix) == {"v1": 3, "v2": 0, "v3": 0, "v4": 0, "v5": 1}
     assert _records(api, prefix, "v1") == {}
-    assert _records(api, prefix, "v4") == {ANNOTATION_ORIGINAL_REPLICAS: "2", ANNOTATION_SCALED_BY: name}
+    assert _records(api, prefix, "v4") == {ANNOTATION_ORIGINAL_REPLICAS: "2", ANNOTATION_SCALED_BY: name,
+                                           ANNOTATION_FREED: '{"pods":1,"unrequested":1}'}  # one Pod, no requests
     recent = {r["namespace"]: r["by"] for r in api.status(name)["recentNamespaces"]}
     assert recent == {prefix + "v1": "kubectl-set", prefix + "v5": recent[prefix + "v5"]}
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
-from job.decide.actions import Verb
-from job.decide.decision import decide
+from job.decide.actions import Action, Verb
+from job.decide.decision import again, decide
 from job.model.kinds import Kind, ReplicasHandler
-from job.model.marks import ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.marks import ANNOTATION_FREED, ANNOTATION_SCALED_BY, LABEL_SCALED
 from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers, Snapshot
 from tests.unit.factories import namespaces, policy, settings, workload
 
@@ -53,3 +54,22 @@ def test_a_new_kind_is_frozen_through_the_pure_path_from_its_registry_entry_alon
         "metadata": {"resourceVersion": "1", "labels": {LABEL_SCALED: "true"},
                      "annotations": {widgets.record_key: "4", ANNOTATION_SCALED_BY: "p"}},
         "spec": {"workers": 0}}
+
+
+def test_a_freeze_decided_again_after_a_409_records_the_footprint_with_its_runtime_class_overhead():
+    """The Deployment controller writes between the read and the freeze: the object read again names a
+    RuntimeClass, whose overhead the run read once (`Snapshot.overheads`); its freeze records it whole."""
+    fresh = {"metadata": {"name": "web", "namespace": "shop-v1", "resourceVersion": "9"},
+             "spec": {"replicas": 2, "template": {"spec": {"runtimeClassName": "kata", "containers": [
+                 {"name": "app", "resources": {"requests": {"cpu": "500m"}}}]}}}}
+    read = dataclasses.replace(workload("shop-v1", size=2), footprint='{"pods":1,"requests":{"cpu":"750m"}}')
+    snapshot = Snapshot(policies=(policy("p", "shop-", ["v3"]),), namespaces=FAMILY, workloads=(read,),
+                        autoscalers=Autoscalers(), overheads={"kata": {"cpu": 250 * 10**6}})
+    decision = decide(snapshot, settings=settings(), now=NOW)
+    [freeze] = [w for step in decision.steps for w in step]
+    action = again(freeze, fresh, decision=decision, snapshot=snapshot, settings=settings(), now=NOW)
+    assert isinstance(action, Action) and action.workload.resource_version == "9"
+    assert action.patch["metadata"]["annotations"][ANNOTATION_FREED] == '{"pods":1,"requests":{"cpu":"750m"}}'
+    unknown = dataclasses.replace(snapshot, overheads=None)  # the overheads were never read: none recorded
+    action = again(freeze, fresh, decision=decision, snapshot=unknown, settings=settings(), now=NOW)
+    assert isinstance(action, Action) and ANNOTATION_FREED not in action.patch["metadata"]["annotations"]

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import re
 import subprocess
 
 import pytest
 import yaml
 
+from job.decide.freed import Freed
 from job.decide.status import PolicyOutcome, build_status
+from job.model.resources import NANO, Footprint
 from tests import metrics_component as mc
 from tests.conftest import ROOT, kubectl
 
@@ -79,7 +82,7 @@ def test_prometheus_rule_holds_exactly_the_rule_groups_promtool_tests():
 
 def test_helm_values_and_configmap_hold_the_same_config_and_rbac():
     docs = rendered("prod-with-metrics")
-    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == mc.CONFIG_MAP]
     (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("kube-state-metrics")]
     values = yaml.safe_load(mc.HELM_VALUES.read_text())
     assert values["customResourceState"]["config"] == yaml.safe_load(configmap["data"]["config.yaml"])
@@ -101,6 +104,29 @@ def test_every_count_nsscaler_writes_has_a_metric():
     assert not missing, f"status.counts without a metric in {mc.CONFIG.name}: {sorted(missing)}"
 
 
+#: status.freed keys that are no metric, and why: the same figures as `resources`, in Kubernetes notation for
+#: people (requests, limits), and a namespace list, which as a label would be unbounded (topNamespaces)
+FREED_FOR_PEOPLE = ("requests", "limits", "topNamespaces")
+
+
+def _a_policy_freeing_everything() -> PolicyOutcome:
+    """An outcome whose freed block has every figure there is: CPU, memory, a GPU, limits, Pods without requests."""
+    fp = Footprint(pods=3, requests={"cpu": 3 * NANO // 2, "memory": 2**30 * NANO, "nvidia.com/gpu": NANO},
+                   limits={"memory": 2**31 * NANO}, unrequested=1)
+    return PolicyOutcome(name="p", generation=1, freed=Freed(total=fp, workloads=2, unknown=1, namespaces={"a": fp}))
+
+
+def test_every_freed_figure_nsscaler_writes_has_a_metric():
+    status = build_status(_a_policy_freeing_everything(), now=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), list_limit=5)
+    freed = status["freed"]
+    figures = {k for k in freed if k not in FREED_FOR_PEOPLE and k != "resources"}
+    figures |= {f"resources.{k}" for entry in freed["resources"] for k in entry if k != "resource"}
+    assert figures, freed
+    missing = figures - set(mc.freed_metrics())
+    assert not missing, f"status.freed figures without a metric in {mc.CONFIG.name}: {sorted(missing)}"
+    assert {e["resource"] for e in freed["resources"]} == {"cpu", "memory", "nvidia.com/gpu"}
+
+
 def test_metric_names_follow_prometheus_conventions():
     names = mc.exported()
     assert len(names) == len(set(names))
@@ -118,7 +144,8 @@ def test_labels_are_bounded():
     assert resource["labelsFromPath"] == {"policy": ["metadata", "name"]}
     for metric in resource["metrics"]:
         labels = set(metric["each"]["gauge"].get("labelsFromPath", {}))
-        assert labels <= set(mc.CONDITION_LABELS), (metric["name"], labels)
+        freed = metric["each"]["gauge"]["path"][:3] == ["status", "freed", "resources"]
+        assert labels <= set(mc.FREED_LABELS if freed else mc.CONDITION_LABELS), (metric["name"], labels)
         assert "commonLabels" not in metric and "labelFromKey" not in metric["each"]["gauge"], metric["name"]
 
 
@@ -138,3 +165,54 @@ def test_readme_lists_every_metric_and_alert():
         assert f"| `{name}" in monitoring, name
     for alert in rules():
         assert f"| `{alert}` |" in monitoring, alert
+
+
+def _panels() -> list[dict]:
+    return [p for p in json.loads(mc.DASHBOARD.read_text())["panels"] if p["type"] != "row"]
+
+
+def _uids(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [str(v) for k, v in node.items() if k == "uid"] + [u for v in node.values() for u in _uids(v)]
+    return [u for v in node for u in _uids(v)] if isinstance(node, list) else []
+
+
+def test_dashboard_panels_have_a_title_a_unit_and_queries_on_the_datasource_variable():
+    dashboard = json.loads(mc.DASHBOARD.read_text())
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    assert variable["query"] == "prometheus"
+    ref = {"type": "prometheus", "uid": f"${{{variable['name']}}}"}
+    assert set(_uids(dashboard)) == {ref["uid"]}, "a hard-coded UID"
+    panels = _panels()
+    assert len(panels) >= 10
+    for panel in panels:
+        assert panel["title"] and panel["description"], panel
+        assert panel["fieldConfig"]["defaults"]["unit"], panel["title"]
+        assert panel["datasource"] == ref, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"] == ref and target["expr"].strip(), panel["title"]
+            used = set(re.findall(r"nsscaler_policy_\w+", target["expr"]))
+            assert used and used <= set(mc.exported()), (panel["title"], used - set(mc.exported()))
+
+
+def test_dashboard_shows_freed_capacity_runs_what_still_runs_and_reverts():
+    used = {m for p in _panels() for t in p["targets"] for m in re.findall(r"nsscaler_policy_\w+", t["expr"])}
+    for metric in ("held_namespaces", "freed_requests", "freed_pods", "last_run_timestamp_seconds", "condition",
+                   "pods_left", "reverted_workloads"):
+        assert f"nsscaler_policy_{metric}" in used, metric
+
+
+def test_dashboard_configmap_is_the_json_file_labelled_for_the_grafana_sidecar():
+    (configmap,) = [d for d in rendered("prod-with-metrics")
+                    if d["kind"] == "ConfigMap" and d["metadata"]["name"] == mc.DASHBOARD_CONFIG_MAP]
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    (text,) = configmap["data"].values()
+    assert json.loads(text) == json.loads(mc.DASHBOARD.read_text())
+
+
+def test_readme_describes_every_dashboard_panel():
+    readme = (ROOT / "README.md").read_text()
+    dashboard = readme[readme.index("### Dashboard"):]
+    for panel in _panels():
+        assert f"| {panel['title']} |" in dashboard, panel["title"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -60,3 +61,21 @@ def test_the_streamed_json_report_is_the_whole_report():
         write_json(report, out)
         assert json.loads(out.getvalue()) == as_json(report)
     assert len(json.loads(out.getvalue())["actions"]) == 0
+
+
+def test_the_dry_run_shows_what_each_freeze_would_free():
+    namespaces = [Namespace(f"shop-v{i}") for i in (1, 2)]
+    gpu = dataclasses.replace(workload("shop-v2", "train", 3),
+                              footprint='{"pods":1,"requests":{"cpu":"2","memory":"8Gi","nvidia.com/gpu":"1"}}')
+    old = workload("shop-v2", "api", 2)  # read from metadata only in a first glance: its footprint is not known
+    report = _report([policy("p", "shop-", ["v1"])], namespaces, [gpu, old])
+    lines = plan_table(report).splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("NAMESPACE") and "FREES" in line)
+    rows = {line.split()[2]: line for line in lines[header + 1:]}
+    assert rows["train"].split()[0:7] == ["shop-v2", "Deployment", "train", "3", "->", "0", "freeze"]
+    assert "3 Pods, 6 CPU, 24Gi memory, 3 nvidia.com/gpu" in rows["train"]
+    assert "   unknown   " in rows["api"]
+    actions = {a["name"]: a for a in as_json(report)["actions"]}
+    assert actions["train"]["frees"] == {"pods": 3, "podsWithoutRequests": 0, "limits": {},
+                                         "requests": {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "3"}}
+    assert actions["api"]["frees"] == "unknown"
