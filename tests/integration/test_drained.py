@@ -183,8 +183,15 @@ def test_a_steady_state_with_no_pod_left_sends_no_owner_request(api: AdminApi, r
                            and rs["status"].get("observedGeneration") == rs["metadata"]["generation"]
                            for rs in api.list("ReplicaSet", ns)), what="the ReplicaSet to settle at 0")
     wait_until(lambda: live_pods(api, ns) == 0, what="no Pod to be left")
-    steady = run_job()
-    assert steady.exit_code == 0
+    # A Pod the ReplicaSet controller still creates and deletes from a stale cache (seen once in a CI run of the
+    # whole suite) is rightly explained, at the price of its owners' LISTs. What is claimed here is that a run
+    # which found no Pod sends no owner request: the steady run is repeated until one finds none (a few tries).
+    for _ in range(5):
+        steady = run_job()
+        assert steady.exit_code == 0
+        if steady.report["policies"][0]["podsLeft"] == 0:
+            break
+    assert steady.report["policies"][0]["podsLeft"] == 0, "a Pod kept coming back in a frozen namespace"
     assert steady.report["summary"]["phase_requests"]["pods"] == 1  # the Pod LIST `done` always needed
 
 
