@@ -4,7 +4,6 @@ changes failed. `job.cluster.census` reads the Pods; `job.decide.pods` and `job.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import replace
@@ -15,8 +14,6 @@ from job.decide.plan import Plan
 from job.model import managed
 from job.model.policy import InvalidPolicy, Policy
 from job.model.workloads import Workload
-
-log = logging.getLogger(__name__)
 
 #: Pods that still hold resources: the field selector keeps finished ones out of the `done` check.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"

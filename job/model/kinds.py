@@ -150,6 +150,10 @@ class _Served:
     def api_version(self) -> str:
         return _api_version(self.group, self.version)
 
+    def state_of(self, obj: dict[str, Any]) -> str | None:
+        """Nothing besides the size to put back, unless a kind says otherwise (a DaemonSet's node selector)."""
+        return None
+
 
 @dataclass(frozen=True)
 class Guard:
@@ -207,9 +211,6 @@ class ReplicasHandler(_Served):
     def frozen_body(self) -> dict[str, Any]:
         return _nested(self.path, 0)
 
-    def state_of(self, obj: dict[str, Any]) -> str | None:
-        return None
-
     def original_value(self, size: int, state: str | None = None) -> str:
         return str(size)
 
@@ -254,9 +255,6 @@ class SuspendHandler(_Served):
 
     def frozen_body(self) -> dict[str, Any]:
         return {"spec": {"suspend": True}}
-
-    def state_of(self, obj: dict[str, Any]) -> str | None:
-        return None
 
     def original_value(self, size: int, state: str | None = None) -> str:
         return "false" if size else "true"
