@@ -14,7 +14,9 @@ from job.decide.status import (
     MAX_TOP_NAMESPACES,
     PolicyOutcome,
     freed_entry,
+    late_entries,
     remaining_entries,
+    restoring_entries,
     reverted_entries,
     woken_entries,
 )
@@ -170,6 +172,8 @@ def as_json(report: RunReport, *, with_actions: bool = True) -> dict[str, Any]:
             "remaining": remaining_entries(p.remaining),
             "reverted": reverted_entries(p.reverted),
             "freed": freed_entry(p.freed, list_limit=MAX_TOP_NAMESPACES),
+            "restoring": restoring_entries(p.restoring),
+            "restoredLate": late_entries(p.late),
             **_selection_json(p),
         } for p in report.policies],
         "actions": [_action_json(r) for r in report.results] if with_actions else [],

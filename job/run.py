@@ -26,10 +26,10 @@ from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
-from job.decide import reads
+from job.decide import reads, tiers
 from job.decide import wakes as wakes_api
 from job.decide.actions import ActionResult, Verb
-from job.decide.decision import Decision, again, decide
+from job.decide.decision import Decision, again, decide, merged
 from job.decide.drain import frozen_now, reverts
 from job.decide.plan import excluded_owners_of, kinds_in_use, select, sizes_needed
 from job.decide.pods import Census
@@ -96,14 +96,11 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     try:
         snapshot = read_snapshot(kube, settings, now=now)
         stages.done("observe")
-        decision = decide(snapshot, settings=settings, now=now)
-        if decision.needs:  # the run changes something: the autoscalers matter now, and only now
-            wanted = decision.needs
-            del decision  # a first run's plan is large: never two at once
-            snapshot = replace(snapshot, autoscalers=read.autoscalers(kube, wanted))
-            decision = decide(snapshot, settings=settings, now=now)
+        snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
         stages.done("plan")
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
+        decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
+                                           stop_at=stop_at)
         stages.done("apply")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
@@ -117,6 +114,47 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     finally:
         report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled)
     return report
+
+
+def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
+             within: frozenset[str] | None = None) -> tuple[Snapshot, Decision]:
+    decision = decide(snapshot, settings=settings, now=now, within=within)
+    if decision.needs and snapshot.autoscalers is None:  # the run changes something: they matter now, and only now
+        wanted = decision.needs
+        del decision  # a first run's plan is large: never two at once
+        snapshot = replace(snapshot, autoscalers=read.autoscalers(kube, wanted))
+        decision = decide(snapshot, settings=settings, now=now, within=within)
+    return snapshot, decision
+
+
+#: how often a run looks again at the namespaces whose next restore tier waits (`--restore-wait-in-run`)
+TIER_POLL_SECONDS = 2.0
+
+
+def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: list[ActionResult], *,
+                   settings: Settings, now: dt.datetime, stop_at: float | None) -> tuple[Decision, list[ActionResult]]:
+    """While a namespace's next restore tier waits and the run may still wait (`--restore-wait-in-run`, within
+    the soft deadline): look again at those namespaces, decide again there, and write. Waiting longer is the
+    next run's: the wait is in the workloads' own marks, not in this process."""
+    started = time.monotonic()
+    give_up = started + settings.restore_wait_in_run
+    give_up = give_up if stop_at is None else min(give_up, stop_at)
+    later = decision
+    while (waiting := frozenset(w.namespace for w in later.plan.waits if not w.dry_run)) and (
+            time.monotonic() + TIER_POLL_SECONDS <= give_up):
+        time.sleep(TIER_POLL_SECONDS)
+        at = now + dt.timedelta(seconds=time.monotonic() - started)
+        try:
+            snapshot = replace(snapshot, workloads=tuple(read.whole_namespaces(
+                kube, snapshot.workloads, snapshot.handlers, sorted(waiting))))
+        except ApiError as exc:
+            log.warning("could not look again at the namespaces restoring in tiers; the next run goes on: %s", exc,
+                        extra={"event": "tiers"})
+            break
+        snapshot, later = _decided(kube, snapshot, settings=settings, now=at, within=waiting)
+        results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at)]
+        decision = merged(decision, later)
+    return decision, results
 
 
 def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
@@ -137,11 +175,13 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now,
                            wakes=wakes)
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
-        workloads, overheads = read.with_overheads(kube, read.complete(kube, workloads, needed))
+        workloads = read.complete(kube, workloads, needed)
+        tiered = tiers.namespaces_to_read(workloads, selection=selection, policies={p.name: p for p in policies})
+        workloads, overheads = read.with_overheads(kube, read.whole_namespaces(kube, workloads, handlers, tiered))
     except ApiError as exc:
         raise startup_error(kube, exc) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes), overheads=overheads)
+                    wakes=tuple(wakes), overheads=overheads, handlers=tuple(handlers))
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

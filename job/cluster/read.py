@@ -208,6 +208,24 @@ def _whole(kube: Kube, handler: KindHandler, missing: Sequence[Workload],
         return [obj for obj in pool.map(get, missing) if obj is not None]
 
 
+def whole_namespaces(kube: Kube, found: Sequence[Workload], handlers: Sequence[KindHandler],
+                     namespaces: Sequence[str]) -> list[Workload]:
+    """`found`, with every workload of `namespaces` read again whole: one LIST per kind and namespace. A restore
+    in tiers needs it there (are the earlier tiers available?), and only there."""
+    if not namespaces:
+        return list(found)
+    wanted = set(namespaces)
+
+    def read_one(job: tuple[KindHandler, str]) -> list[Workload]:
+        handler, namespace = job
+        return [from_api(handler, o) for o in kube.list_all(version=handler.api_version, plural=handler.plural,
+                                                             namespace=namespace)]
+    with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
+        fresh = [w for listed in pool.map(read_one, itertools.product(handlers, sorted(wanted))) for w in listed]
+    kinds = {h.kind for h in handlers}
+    return [*(w for w in found if w.namespace not in wanted or w.kind not in kinds), *fresh]
+
+
 RUNTIME_CLASS_API_VERSION = "node.k8s.io/v1"
 
 

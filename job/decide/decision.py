@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from job.decide import drain, pods
+from job.decide import drain, pods, tiers
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
 from job.decide.plan import Plan, excluded_owners_of, make_plan, select
@@ -64,15 +64,21 @@ class Decision:
     census_seed: tuple[pods.Meta, ...] = ()
 
 
-def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime) -> Decision:
+def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
+           within: frozenset[str] | None = None) -> Decision:
     """Every write of one run, from what it read. Deterministic: the same snapshot, settings and instant
     give the same decision. Where carrying it out needs the autoscalers and the snapshot has none yet,
-    the decision says so (`needs`) and holds no write."""
+    the decision says so (`needs`) and holds no write. `within`: only the changes in these namespaces (a
+    later pass of a restore in tiers, whose snapshot is fresh there only)."""
     workloads = snapshot.workloads
     selection = select(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
                        now=now, wakes=snapshot.wakes)
     plan = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
                      now=now, selection=selection, excluded_owners=excluded_owners_of(workloads))
+    if within is not None:
+        plan = replace(plan, actions=[a for a in plan.actions if a.workload.namespace in within],
+                       problems=[p for p in plan.problems if p.workload.namespace in within])
+    plan = in_tiers(plan, snapshot=snapshot, now=now)
     kept = hpa_rechecks(snapshot.policies, plan.actions, workloads)
     freezes = [a for a in plan.actions if a.verb is Verb.FREEZE]
     changes = bool(freezes) or any(a.verb is Verb.RESTORE for a in plan.actions)
@@ -87,6 +93,30 @@ def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime) -> Decis
     problems = (*plan.problems, *_hpa_problems(freezes, kept, found), *keda_problems)
     return Decision(plan=plan, steps=steps, refused=refused, problems=problems, gitops_managed=managed,
                     census_seed=seed)
+
+
+def in_tiers(plan: Plan, *, snapshot: Snapshot, now: dt.datetime) -> Plan:
+    """The plan with only the restores whose tier goes now (`job.decide.tiers`); what waits or went late is told
+    to each policy's findings, and a malformed tier is a problem."""
+    found = tiers.in_tiers(plan.actions, workloads=snapshot.workloads,
+                           policies={p.name: p for p in snapshot.policies}, now=now)
+    if not (found.waits or found.late or found.problems):
+        return plan
+    policies = {name: replace(p, restoring=[w for w in found.waits if w.policy == name],
+                              late=[t for t in found.late if t.policy == name]) for name, p in plan.policies.items()}
+    return replace(plan, actions=found.actions, problems=[*plan.problems, *found.problems], policies=policies,
+                   waits=tuple(found.waits))
+
+
+def merged(first: Decision, later: Decision) -> Decision:
+    """A run's decision after a later pass of its restore in tiers: the first pass's findings, with what waits
+    now, every tier that went late, and the problems the later pass found besides."""
+    said = {p.message for p in first.problems}
+    policies = {name: replace(p, restoring=later.plan.policies[name].restoring if name in later.plan.policies else [],
+                              late=[*p.late, *(later.plan.policies[name].late if name in later.plan.policies else [])])
+                for name, p in first.plan.policies.items()}
+    plan = replace(first.plan, policies=policies, waits=later.plan.waits)
+    return replace(first, plan=plan, problems=(*first.problems, *(p for p in later.problems if p.message not in said)))
 
 
 def _steps(plan: Plan, found: Autoscalers) -> tuple[tuple[tuple[Write, ...], ...], tuple[ActionResult, ...],

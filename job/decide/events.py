@@ -96,7 +96,23 @@ def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
             events.append(Event(CLUSTER_EVENTS_NAMESPACE, involved, "Reconciled",
                                 f"froze {outcome.frozen} and restored {outcome.restored} workloads; "
                                 f"{len(outcome.held)} namespaces held"))
+        events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, reason, message, warning=warning)
+                   for reason, message, warning in _tiers(outcome)]
     return events
+
+
+#: the Events of a restore in tiers, on the NSScaler
+REASON_TIER_WAITING, REASON_TIER_LATE = "RestoreTierWaiting", "RestoreTierLate"
+
+
+def _tiers(outcome: PolicyOutcome) -> list[tuple[str, str, bool]]:
+    """A Normal Event where a namespace's next tier begins to wait, a Warning where one came back late."""
+    said = [(REASON_TIER_WAITING, f"{w.namespace}: restore tier {w.tier} ({w.pending} workloads) waits until "
+                                  f"{', '.join(w.waiting_for[:5]) or 'the earlier tiers'} are available, at most "
+                                  f"until {w.until:%Y-%m-%dT%H:%M:%SZ} (restore_wait)", False)
+            for w in outcome.restoring if w.started and not w.dry_run]
+    return said + [(REASON_TIER_LATE, f"{t.namespace}: restore tier {t.tier} came back after restore_wait, before "
+                                      f"{', '.join(t.not_ready[:5])} was available", True) for t in outcome.late]
 
 
 def _involved(kind: str, api_version: str, name: str, namespace: str, uid: str) -> dict[str, str]:

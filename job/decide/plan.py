@@ -34,6 +34,7 @@ from job.decide import selection as selection_api
 from job.decide import wakes as wakes_api
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
+from job.decide.tiers import LateTier, TierWait
 from job.model.kinds import Kind
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
@@ -54,6 +55,10 @@ class PolicyPlan:
     unchanged: int = 0
     excluded: int = 0
     kept_frozen: int = 0
+    #: namespaces whose next restore tier waits for the earlier ones (`job.decide.tiers`)
+    restoring: list[TierWait] = field(default_factory=list)
+    #: tiers restored because `restore_wait` passed before the earlier ones were available
+    late: list[LateTier] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class Plan:
     selection: Selection | None = None
     #: the run's excluded workloads, as `Workload.exclusion_key` (a 409 re-plan reuses it too)
     excluded_owners: frozenset[tuple[str, str, str]] = frozenset()
+    #: every namespace whose next restore tier waits, also those of a policy that is gone
+    waits: tuple[TierWait, ...] = ()
 
 
 def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy | None,

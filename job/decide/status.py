@@ -17,6 +17,7 @@ from job.decide.gitops import Revert
 from job.decide.plan import PolicyPlan
 from job.decide.pods import Remaining
 from job.decide.selection import PolicySelection
+from job.decide.tiers import LateTier, TierWait
 from job.decide.wakes import WakeVerdict
 from job.model.resources import format_quantity
 
@@ -122,6 +123,14 @@ def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
         message = f"holds nothing: {outcome.selection.not_holding}; {message}"
         if outcome.selection.expired:
             return True, REASON_EXPIRED, message
+    if outcome.restoring:
+        wait = outcome.restoring[0]
+        message += (f"; {len(outcome.restoring)} namespaces restoring in tiers (first: {wait.namespace} tier "
+                    f"{wait.tier} waits for {', '.join(wait.waiting_for[:3]) or 'nothing'}; see status.restoring)")
+    if outcome.late:
+        first_late = outcome.late[0]
+        message += (f"; {first_late.namespace} tier {first_late.tier} restored after restore_wait, before "
+                    f"{', '.join(first_late.not_ready[:3])} was available (see status.restoredLate)")
     if outcome.reverted:
         first = outcome.reverted[0]
         message += (f"; {len(outcome.reverted)} found scaled up again during the freeze (first: "
@@ -182,6 +191,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
             "podsExcluded": outcome.pods_excluded,
             "reverted": len(outcome.reverted),
             "gitOpsManaged": outcome.gitops_managed,
+            "restoring": len(outcome.restoring),
         },
         "heldNamespaces": outcome.held[:list_limit],
         "activeNamespaces": outcome.active[:list_limit],
@@ -192,9 +202,15 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
+        **_tier_lists(outcome, list_limit=list_limit),
         "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
                           outcome.previous_status.get("freed")),
     }
+
+
+def _tier_lists(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
+    return {"restoring": restoring_entries(outcome.restoring[:list_limit], list_limit=list_limit),
+            "restoredLate": late_entries(outcome.late[:list_limit], list_limit=list_limit)}
 
 
 def _cleared(freed: dict[str, Any], previous: Any) -> dict[str, Any]:
@@ -241,6 +257,21 @@ def woken_entries(woken: Iterable[tuple[str, WakeVerdict]]) -> list[dict[str, An
 def remaining_entries(remaining: Iterable[Remaining]) -> list[dict[str, Any]]:
     """`status.remaining` and the JSON report's `remaining`: one shape, defined once."""
     return [{"namespace": r.namespace, "owner": r.owner, "pods": r.pods, "reason": r.reason} for r in remaining]
+
+
+def restoring_entries(waits: Iterable[TierWait], *, list_limit: int | None = None) -> list[dict[str, Any]]:
+    """`status.restoring` and the JSON report's `restoring`: per namespace, the tier that waits, for which
+    earlier workloads, since when, and when it comes back anyway."""
+    return [{"namespace": w.namespace, "tier": w.tier, "pending": w.pending,
+             "waitingFor": list(w.waiting_for[:list_limit]), "since": _timestamp(w.since),
+             "until": _timestamp(w.until)} for w in waits]
+
+
+def late_entries(late: Iterable[LateTier], *, list_limit: int | None = None) -> list[dict[str, Any]]:
+    """`status.restoredLate` and the JSON report's: tiers restored because `restore_wait` passed, and the
+    earlier workloads that were not available in time."""
+    return [{"namespace": t.namespace, "tier": t.tier, "notReady": list(t.not_ready[:list_limit]),
+             "since": _timestamp(t.since)} for t in late]
 
 
 def reverted_entries(reverted: Iterable[Revert]) -> list[dict[str, Any]]:

@@ -49,6 +49,9 @@ class ScaledObjectHandler:
     def state_of(self, obj: dict[str, Any]) -> str | None:
         return None
 
+    def available(self, obj: dict[str, Any]) -> bool:
+        return True  # not a workload: never waited for
+
     def original_value(self, size: int, state: str | None = None) -> str:
         raise NotImplementedError("a ScaledObject's record is its previous annotation, see pause_patch")
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
+from job.model import readiness
 from job.model.marks import (
     ANNOTATION_ORIGINAL_NODE_SELECTOR,
     ANNOTATION_ORIGINAL_REPLICAS,
@@ -118,6 +119,8 @@ class KindHandler(Protocol):
     def frozen_body(self) -> dict[str, Any]: ...
     def state_of(self, obj: dict[str, Any]) -> str | None:
         """What besides the size a restore must put back, read from the whole object (None: nothing)."""
+    def available(self, obj: dict[str, Any]) -> bool:
+        """Whether its controller reports it available (`job.model.readiness`): what a later restore tier waits for."""
     def original_value(self, size: int, state: str | None = None) -> str: ...
     def restored_body(self, original: str) -> dict[str, Any]: ...
     def restored_size(self, original: str) -> int: ...
@@ -208,6 +211,9 @@ class ReplicasHandler(_Served):
         # usually does the same. Counted as running, it is frozen with an explicit record of 1.
         return 1 if value is None else int(value)
 
+    def available(self, obj: dict[str, Any]) -> bool:
+        return readiness.replicas_available(obj, self.size_of(obj))
+
     def frozen_body(self) -> dict[str, Any]:
         return _nested(self.path, 0)
 
@@ -253,6 +259,9 @@ class SuspendHandler(_Served):
     def size_of(self, obj: dict[str, Any]) -> int:
         return 1 if self.running(obj) else 0
 
+    def available(self, obj: dict[str, Any]) -> bool:
+        return True  # nothing waits for a batch run
+
     def frozen_body(self) -> dict[str, Any]:
         return {"spec": {"suspend": True}}
 
@@ -289,6 +298,9 @@ class NodeSelectorHandler(_Served):
 
     def size_of(self, obj: dict[str, Any]) -> int:
         return 0 if FROZEN_NODE_LABEL in (_selector(obj) or {}) else 1
+
+    def available(self, obj: dict[str, Any]) -> bool:
+        return readiness.daemons_available(obj)
 
     def frozen_body(self) -> dict[str, Any]:
         return _nested((*_TEMPLATE_SELECTOR, FROZEN_NODE_LABEL), "true")

@@ -61,6 +61,15 @@ def size_manager(managed_fields: Sequence[Mapping[str, Any]] | None, path: Seque
     return max(owners)[1] if owners else None
 
 
+def written_at(managed_fields: Sequence[Mapping[str, Any]] | None, manager: str) -> str | None:
+    """When `manager` last changed a field of the object itself (not its status), RFC 3339; None when it owns
+    none. The API server moves that time on every write of the manager that changes a value it owns, so for
+    nsscaler it is the time of its last freeze or restore, stamped by the write itself."""
+    times = [str(e.get("time")) for e in managed_fields or ()
+             if e.get("manager") == manager and not e.get("subresource") and e.get("time")]
+    return max(times) if times else None
+
+
 def tool(*, annotations: Mapping[str, str], labels: Mapping[str, str], managers: Iterable[str]) -> str | None:
     """Argo CD or Flux when the object carries their tracking marks or one of their field managers wrote it."""
     found = {_MANAGERS[m] for m in managers if m in _MANAGERS}

@@ -29,6 +29,9 @@ ANNOTATION_FREED = f"{DOMAIN}/freed"
 ANNOTATION_SCALED_BY = f"{DOMAIN}/scaled-by"
 #: set by a user: nsscaler never touches the workload, nor what it controls
 ANNOTATION_EXCLUDE = f"{DOMAIN}/exclude"
+#: set by a user on a workload: its restore tier ("0" comes back first; the next tier only once every workload of
+#: the earlier ones in its namespace is available, or the policy's `restore_wait` has passed)
+ANNOTATION_RESTORE_TIER = f"{DOMAIN}/restore-tier"
 #: on every object carrying a record, so a restore sweep selects them server-side
 LABEL_SCALED = f"{DOMAIN}/scaled"
 SCALED_SELECTOR = f"{LABEL_SCALED}=true"

@@ -39,6 +39,8 @@ _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 #: the longest `wake.max_duration` a policy may set
 MAX_WAKE = dt.timedelta(days=7)
+#: the longest `restore_wait` a policy may set
+MAX_RESTORE_WAIT = dt.timedelta(days=1)
 
 
 def parse_duration(text: str) -> dt.timedelta:
@@ -91,6 +93,26 @@ class PolicySpec(BaseModel):
     time_zone: str = "UTC"
     until: dt.datetime | None = None
     wake: WakeSpec = WakeSpec()
+    #: restore tiers by kind: the first kind listed comes back first (tier 0), the next one after it, and every
+    #: kind not listed last; a workload's own `restore-tier` annotation wins (`job.decide.tiers`)
+    restore_order: tuple[Kind, ...] = Field(default=(), max_length=MAX_KINDS)
+    #: how long a restore tier waits for the earlier ones to be available before it comes back anyway
+    restore_wait: str = "5m"
+
+    @field_validator("restore_wait")
+    @classmethod
+    def _restore_wait_in_range(cls, value: str) -> str:
+        if parse_duration(value) > MAX_RESTORE_WAIT:
+            raise ValueError(f"{value!r} is longer than a day (24h)")
+        return value
+
+    @field_validator("restore_order")
+    @classmethod
+    def _restore_order_unique(cls, value: tuple[Kind, ...]) -> tuple[Kind, ...]:
+        twice = sorted({k for k in value if value.count(k) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed more than once")
+        return value
 
     @field_validator("keep_recent", mode="before")
     @classmethod
@@ -165,6 +187,10 @@ class Policy:
     @property
     def active_suffixes(self) -> frozenset[str]:
         return frozenset(self.spec.active_namespace_suffixes)
+
+    @property
+    def restore_wait(self) -> dt.timedelta:
+        return parse_duration(self.spec.restore_wait)
 
     @functools.cached_property
     def schedule(self) -> windows.Schedule:

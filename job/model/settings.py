@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     max_freeze: int | None = Field(
         default=None, ge=0, description="safety cap: if one run would freeze more workloads than this, it "
                                         "freezes none and fails (default: no cap)")
+    restore_wait_in_run: float = Field(
+        default=30.0, ge=0, le=600,
+        description="seconds one run may wait for a namespace's earlier restore tiers to become available before "
+                    "it leaves the next tier to the next run (0: never wait in the run)")
     events: bool = Field(default=True, description="record Events on workloads and NSScalers")
     workload_events_limit: int = Field(
         default=50, ge=0, le=100000,

@@ -16,7 +16,14 @@ from typing import Any
 from job.model import managed
 from job.model.activity import Change, last_user_change, parse_time
 from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, selecting_kinds
-from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_FREED, ANNOTATION_SCALED_BY, FIELD_MANAGER, LABEL_SCALED
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_FREED,
+    ANNOTATION_RESTORE_TIER,
+    ANNOTATION_SCALED_BY,
+    FIELD_MANAGER,
+    LABEL_SCALED,
+)
 from job.model.resources import footprint_of, parse_record
 
 
@@ -71,6 +78,13 @@ class Workload:
     runtime_class: str | None = None
     #: the footprint its freeze recorded (`marks.ANNOTATION_FREED`), raw; None for a freeze older than it
     freed: str | None = None
+    #: its user-set restore tier (`marks.ANNOTATION_RESTORE_TIER`), raw, so a malformed one is reported
+    tier: str | None = None
+    #: whether its controller reports it available (`KindHandler.available`); None when read from metadata alone
+    available: bool | None = None
+    #: when nsscaler last froze or restored it (its field manager's time, RFC 3339), None if it never did or
+    #: someone has since taken over every field it wrote
+    written_by_nsscaler: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -193,6 +207,10 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         footprint=_interned(footprint.record()) if footprint is not None else None,
         runtime_class=_interned(runtime_class),
         freed=_interned(annotations.get(ANNOTATION_FREED)),
+        tier=_interned(annotations.get(ANNOTATION_RESTORE_TIER)),
+        available=None if metadata_only else handler.available(obj),
+        # freezes sent together share their second: one string for them all
+        written_by_nsscaler=_interned(managed.written_at(fields, FIELD_MANAGER)),
     )
 
 

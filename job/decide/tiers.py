@@ -1,0 +1,191 @@
+"""Restore in tiers: which of a namespace's restores go now, and which wait for the ones before them (pure:
+no I/O, and `now` is a parameter).
+
+Rules, in order:
+1. A workload's tier is its `nsscaler.wubw.fun/restore-tier` annotation (a whole number from 0 to `MAX_TIER`)
+   when it carries one, else the position of its kind in the restoring policy's `restore_order`, else the
+   length of that list: every kind not listed comes last. With neither, everything is tier 0 and a restore
+   is one step, as it always was.
+2. A namespace's restore follows one policy: the first by name of those whose restores are pending there
+   (nearly always the only one). Its `restore_order` and `restore_wait` apply to every workload there.
+3. Of a namespace's pending restores, those of the lowest tier T go now when every workload of a lower tier
+   in that namespace (not frozen: brought back before, or never frozen) is available as its kind defines it
+   (`job.model.readiness`); or when `restore_wait` has passed since nsscaler last wrote one of them (its
+   restore, whose time the API server stamps in the same write: nothing to lose in a crash); or when
+   nsscaler wrote none of them (it brought nothing back there to wait for). The later tiers wait for a later
+   pass: in this run (`--restore-wait-in-run`) or the next one.
+4. A tier that goes because the wait passed names the workloads that were not available in time.
+5. A malformed annotation holds its workload back, frozen with its record, and says how to fix it.
+Freezing is never tiered: a hold stops everything at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from job.decide.actions import Action, Problem, Verb
+from job.decide.selection import Selection
+from job.model.activity import parse_time
+from job.model.kinds import Kind
+from job.model.marks import ANNOTATION_RESTORE_TIER
+from job.model.policy import InvalidPolicy, Policy, parse_duration
+from job.model.workloads import Workload
+
+#: the highest tier the annotation accepts
+MAX_TIER = 9
+#: `restore_wait` of a restore whose policy is gone
+DEFAULT_RESTORE_WAIT = parse_duration("5m")
+
+
+@dataclass(frozen=True, slots=True)
+class TierWait:
+    """A namespace whose next tier waits: for which earlier workloads, since when, and until when at most."""
+
+    namespace: str
+    policy: str
+    tier: int
+    #: the earlier tiers' workloads not available yet (`kind/name`)
+    waiting_for: tuple[str, ...]
+    #: workloads of this tier and the later ones, still frozen
+    pending: int
+    since: dt.datetime
+    until: dt.datetime
+    #: this pass restored the tier before it: the wait begins now
+    started: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LateTier:
+    """A tier brought back because `restore_wait` passed, and the earlier workloads that were not available."""
+
+    namespace: str
+    policy: str
+    tier: int
+    not_ready: tuple[str, ...]
+    since: dt.datetime
+
+
+@dataclass(frozen=True)
+class Tiering:
+    """The restores that go now (every other action as it was), what waits, what went late, what is malformed."""
+
+    actions: list[Action]
+    waits: list[TierWait]
+    late: list[LateTier]
+    problems: list[Problem]
+
+
+def tier_of(workload: Workload, order: Sequence[Kind]) -> int | None:
+    """Rule 1: its tier; None when its annotation is malformed."""
+    if workload.tier is not None:
+        text = workload.tier.strip()
+        return int(text) if text.isdigit() and int(text) <= MAX_TIER else None
+    kinds = [k for k in order if k in workload.selecting_kinds]
+    return order.index(kinds[0]) if kinds else len(order)
+
+
+def _short_ref(workload: Workload) -> str:
+    return f"{workload.kind.short.lower()}/{workload.name}"
+
+
+def _leader(names: Iterable[str], policies: Mapping[str, Policy | InvalidPolicy]) -> tuple[str, Sequence[Kind],
+                                                                                            dt.timedelta]:
+    """Rule 2: the policy a namespace's restore follows, its order and its wait."""
+    name = min(names)
+    found = policies.get(name)
+    if isinstance(found, Policy):
+        return name, found.spec.restore_order, found.restore_wait
+    return name, (), DEFAULT_RESTORE_WAIT
+
+
+def in_tiers(actions: Sequence[Action], *, workloads: Iterable[Workload],
+             policies: Mapping[str, Policy | InvalidPolicy], now: dt.datetime) -> Tiering:
+    """Rules 2-5 over every namespace with a pending restore; other actions pass as they are."""
+    restores: dict[str, list[Action]] = {}
+    for a in actions:
+        if a.verb is Verb.RESTORE:
+            restores.setdefault(a.workload.namespace, []).append(a)
+    if not restores:
+        return Tiering(list(actions), [], [], [])
+    around: dict[str, list[Workload]] = {ns: [] for ns in restores}
+    for w in workloads:
+        if w.namespace in around and not w.has_record and not w.excluded and not w.frozen_with_its_owner:
+            around[w.namespace].append(w)
+    held_back: set[int] = set()
+    waits, late, problems = [], [], []
+    for ns, pending in sorted(restores.items()):
+        step = _namespace_step(ns, pending, around[ns], policies=policies, now=now)
+        held_back.update(id(a) for a in pending if a not in step.going)
+        waits += step.waits
+        late += step.late
+        problems += step.problems
+    return Tiering([a for a in actions if id(a) not in held_back], waits, late, problems)
+
+
+@dataclass(frozen=True)
+class _Step:
+    going: list[Action]
+    waits: list[TierWait]
+    late: list[LateTier]
+    problems: list[Problem]
+
+
+def _namespace_step(ns: str, pending: list[Action], around: list[Workload], *,
+                    policies: Mapping[str, Policy | InvalidPolicy], now: dt.datetime) -> _Step:
+    leader, order, wait = _leader((a.policy for a in pending), policies)
+    tiers = {id(a): tier_of(a.workload, order) for a in pending}
+    problems = [Problem(a.policy, a.workload, _malformed(a.workload)) for a in pending if tiers[id(a)] is None]
+    valid = [a for a in pending if tiers[id(a)] is not None]
+    if not valid:
+        return _Step([], [], [], problems)
+    lowest = min(tiers[id(a)] or 0 for a in valid)
+    earlier = [w for w in around if (tier_of(w, order) or 0) < lowest]
+    not_ready = tuple(_short_ref(w) for w in earlier if w.available is not True)
+    written = [t for w in earlier if (t := parse_time(w.written_by_nsscaler)) is not None]
+    since = max(written) if written else None
+    dry_run = all(a.dry_run for a in valid)
+    if not_ready and since is not None and now - since < wait:
+        return _Step([], [TierWait(ns, leader, lowest, not_ready, len(valid), since, since + wait,
+                                   dry_run=dry_run)], [], problems)
+    going = [a for a in valid if tiers[id(a)] == lowest]
+    late = [LateTier(ns, leader, lowest, not_ready, since)] if not_ready and since is not None else []
+    later = [a for a in valid if tiers[id(a)] != lowest]
+    if not later:
+        return _Step(going, [], late, problems)
+    next_tier = min(tiers[id(a)] or 0 for a in later)
+    # what the next tier waits for: this tier, on its way back now, and whatever of the earlier ones is not there
+    coming = tuple(_short_ref(a.workload) for a in going if a.after)
+    waiting = TierWait(ns, leader, next_tier, (*not_ready, *coming), len(later), now, now + wait,
+                       started=True, dry_run=dry_run)
+    return _Step(going, [waiting], late, problems)
+
+
+def _malformed(workload: Workload) -> str:
+    return (f"{workload.ref}: {ANNOTATION_RESTORE_TIER}={workload.tier!r} is not a whole number from 0 to {MAX_TIER}; "
+            f"it stays frozen with its record until the annotation is fixed or removed")
+
+
+def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,
+                       policies: Mapping[str, Policy | InvalidPolicy]) -> list[str]:
+    """The namespaces whose lowest pending restore tier is not 0: the read stage reads every workload there
+    whole, for whether the earlier tiers are available (a steady state and a one-step restore read nothing more).
+    Pending here means carrying a record in a namespace not held for its kind; a few kept frozen by their
+    policy are counted too, which costs a read, never a decision."""
+    pending: dict[str, list[Workload]] = {}
+    for w in workloads:
+        if not w.has_record or w.excluded or w.frozen_with_its_owner:
+            continue
+        verdict = selection.verdicts.get(w.namespace)
+        if verdict is not None and (verdict.untouchable or verdict.holder_for(w.selecting_kinds) is not None):
+            continue
+        pending.setdefault(w.namespace, []).append(w)
+    out = []
+    for ns, found in sorted(pending.items()):
+        _, order, _ = _leader((w.scaled_by or "" for w in found), policies)
+        tiers = [t for w in found if (t := tier_of(w, order)) is not None]
+        if tiers and min(tiers) > 0:
+            out.append(ns)
+    return out
