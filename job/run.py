@@ -110,6 +110,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now))
         _log_problems(decision)
+        _log_waits(decision)
         stages.done("status")
     finally:
         report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled)
@@ -153,7 +154,7 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
             break
         snapshot, later = _decided(kube, snapshot, settings=settings, now=at, within=waiting)
         results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at)]
-        decision = merged(decision, later)
+        decision = merged(decision, later, within=waiting)
     return decision, results
 
 
@@ -240,6 +241,13 @@ def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResul
         send_events(kube, events_api.of_run(results, outcomes, settings=settings,
                                             wakes=[verdict for verdict, _ in changed]), now=now)
     return outcomes
+
+
+def _log_waits(decision: Decision) -> None:
+    for w in decision.plan.waits:
+        log.info("%s: restore tier %d (%d workloads) waits for %s, at most until %s", w.namespace, w.tier, w.pending,
+                 ", ".join(w.waiting_for) or "the earlier tiers", w.until.isoformat(),
+                 extra={"event": "tier-waiting", "policy": w.policy, "namespace": w.namespace, "tier": w.tier})
 
 
 def _log_problems(decision: Decision) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from job.decide import drain, pods, tiers
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
 from job.decide.plan import Plan, excluded_owners_of, make_plan, select
+from job.decide.tiers import TierWait
 from job.model.autoscalers import scaled_object
 from job.model.kinds import MalformedRecord
 from job.model.settings import Settings
@@ -108,14 +110,19 @@ def in_tiers(plan: Plan, *, snapshot: Snapshot, now: dt.datetime) -> Plan:
                    waits=tuple(found.waits))
 
 
-def merged(first: Decision, later: Decision) -> Decision:
-    """A run's decision after a later pass of its restore in tiers: the first pass's findings, with what waits
-    now, every tier that went late, and the problems the later pass found besides."""
+def merged(first: Decision, later: Decision, *, within: frozenset[str]) -> Decision:
+    """A run's decision after a later pass of its restore in tiers over the namespaces `within`: the first pass's
+    findings, with what waits there now, every tier that went late, and the problems the later pass found besides."""
     said = {p.message for p in first.problems}
-    policies = {name: replace(p, restoring=later.plan.policies[name].restoring if name in later.plan.policies else [],
-                              late=[*p.late, *(later.plan.policies[name].late if name in later.plan.policies else [])])
-                for name, p in first.plan.policies.items()}
-    plan = replace(first.plan, policies=policies, waits=later.plan.waits)
+
+    def waits(found: Iterable[TierWait], fresh: Iterable[TierWait]) -> list[TierWait]:
+        return [*(w for w in found if w.namespace not in within), *fresh]
+    policies = {}
+    for name, p in first.plan.policies.items():
+        again_p = later.plan.policies.get(name)
+        policies[name] = replace(p, restoring=waits(p.restoring, again_p.restoring if again_p else ()),
+                                 late=[*p.late, *(again_p.late if again_p else ())])
+    plan = replace(first.plan, policies=policies, waits=tuple(waits(first.plan.waits, later.plan.waits)))
     return replace(first, plan=plan, problems=(*first.problems, *(p for p in later.problems if p.message not in said)))
 
 

@@ -163,7 +163,10 @@ def _policy_lines(client: Client, ns: str) -> list[str]:
             continue
         status = p.get("status") or {}
         woken = {w.get("namespace"): w for w in status.get("wokenNamespaces") or []}
-        if ns in woken:
+        restoring = {w.get("namespace"): w for w in status.get("restoring") or []}
+        if ns in restoring:
+            state = f"coming back in tiers: {_tier_words(restoring[ns])}"
+        elif ns in woken:
             state = f"woken by {woken[ns].get('by')} until {woken[ns].get('until')}"
         elif ns in (status.get("heldNamespaces") or []):
             state = "held"
@@ -171,6 +174,13 @@ def _policy_lines(client: Client, ns: str) -> list[str]:
             state = "not held (active, kept, or the policy does not hold now)"
         lines.append(f"  NSScaler {p['metadata']['name']}: {state}; holding: {status.get('holding')}")
     return lines or [f"  no NSScaler has {ns} in scope"]
+
+
+def _tier_words(entry: dict[str, Any]) -> str:
+    """One `status.restoring` entry, in words."""
+    waiting = ", ".join(entry.get("waitingFor") or []) or "the earlier tiers"
+    return (f"tier {entry.get('tier')} ({entry.get('pending')} workloads still at zero) waits for {waiting} to be "
+            f"available, at most until {entry.get('until')}")
 
 
 def status(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
@@ -201,6 +211,8 @@ def _policy_status(client: Client, name: str, *, cronjob: str, now: dt.datetime)
     for w in status.get("wokenNamespaces") or []:
         print(f"  woken: {w.get('namespace')} by {w.get('by')} until {w.get('until')}"
               f"{': ' + w['reason'] if w.get('reason') else ''}")
+    for w in status.get("restoring") or []:
+        print(f"  restoring: {w.get('namespace')}: {_tier_words(w)}")
     print(next_run_words(client, cronjob, now=now))
     return 0
 
