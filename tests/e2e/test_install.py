@@ -197,15 +197,20 @@ def test_kubectl_get_shows_the_printer_columns(control_plane, api, sa_kubeconfig
     api.create(builders.nsscaler(f"{prefix}p", prefix, ["b"]))
     assert run_as_cronjob(sa_kubeconfig).returncode == 0
     out = kubectl_run(control_plane.admin_kubeconfig, "get", "nsscalers", f"{prefix}p").stdout.split("\n")
-    assert out[0].split() == ["NAME", "PREFIX", "ACTIVE", "HELD", "DONE", "READY", "FREED", "CPU", "FREED", "MEMORY",
-                              "LAST", "RUN", "AGE"]
+    assert out[0].split() == ["NAME", "PREFIX", "ACTIVE", "HELD", "DONE", "RESTORING", "READY", "FREED", "CPU",
+                              "FREED", "MEMORY", "LAST", "RUN", "AGE"]
     row = out[1].split()
-    assert row[:4] == [f"{prefix}p", prefix, '["b"]', "1"] and row[4] in ("true", "false") and row[5] == "True"
-    assert row[6:8] == ["0", "0"]  # its one Deployment requests nothing (status.freed.podsWithoutRequests)
+    assert row[:4] == [f"{prefix}p", prefix, '["b"]', "1"] and row[4] in ("true", "false")
+    assert row[5:7] == ["0", "True"]  # no namespace restoring in tiers
+    assert row[7:9] == ["0", "0"]  # its one Deployment requests nothing (status.freed.podsWithoutRequests)
     wide = kubectl_run(control_plane.admin_kubeconfig, "get", "nsscalers", f"{prefix}p", "-o", "wide").stdout
     assert "FREED GPUS" in wide.split("\n")[0]
     explain = kubectl_run(control_plane.admin_kubeconfig, "explain", "nsscaler.spec.active_namespace_suffixes").stdout
     assert "stay running" in explain
+    explain = kubectl_run(control_plane.admin_kubeconfig, "explain", "nsscaler.spec.restore_order").stdout
+    assert "restore-tier" in explain and "[StatefulSet]" in explain
+    explain = kubectl_run(control_plane.admin_kubeconfig, "explain", "nsscaler.status.restoring").stdout
+    assert "waitingFor" in explain
 
 
 def test_image_install_path_builds_a_wheel_that_runs(control_plane, tmp_path, crd):
