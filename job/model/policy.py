@@ -53,6 +53,13 @@ def parse_duration(text: str) -> dt.timedelta:
     return dt.timedelta(seconds=seconds)
 
 
+def duration_at_most(text: str, cap: dt.timedelta, words: str) -> str:
+    """`text` when it is a duration no longer than `cap`; ValueError naming the cap in `words` otherwise."""
+    if parse_duration(text) > cap:
+        raise ValueError(f"{text!r} is longer than {words}")
+    return text
+
+
 class WakeSpec(BaseModel):
     """`spec.wake`: whether people may wake the namespaces this policy holds (`kind: Wake`), and for how long."""
 
@@ -64,9 +71,7 @@ class WakeSpec(BaseModel):
     @field_validator("max_duration")
     @classmethod
     def _at_most_a_week(cls, value: str) -> str:
-        if parse_duration(value) > MAX_WAKE:
-            raise ValueError(f"{value!r} is longer than 7 days (168h)")
-        return value
+        return duration_at_most(value, MAX_WAKE, "7 days (168h)")
 
     @property
     def cap(self) -> dt.timedelta:
@@ -102,9 +107,7 @@ class PolicySpec(BaseModel):
     @field_validator("restore_wait")
     @classmethod
     def _restore_wait_in_range(cls, value: str) -> str:
-        if parse_duration(value) > MAX_RESTORE_WAIT:
-            raise ValueError(f"{value!r} is longer than a day (24h)")
-        return value
+        return duration_at_most(value, MAX_RESTORE_WAIT, "a day (24h)")
 
     @field_validator("restore_order")
     @classmethod

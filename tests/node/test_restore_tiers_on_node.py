@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -109,6 +110,28 @@ def run_job_now(plane: controlplane.ControlPlane, api: AdminApi, env: dict[str, 
     return job_result(plane, api, name)
 
 
+def runs_until_app_back(run: Callable[[], JobResult], api: AdminApi, *, name: str, ns: str, tries: int,
+                        pause: float = 0, late_while_waiting: bool = True) -> list[dict[str, Any]]:
+    """Run nsscaler (`run`, `pause` s apart) until the Deployment `app` is back; every run must exit 0, and every
+    run that leaves app frozen must have brought db back and say in its status that the namespace waits for db.
+    Returns each run's status."""
+    runs: list[dict[str, Any]] = []
+    for _ in range(tries):
+        if runs and pause:
+            time.sleep(pause)
+        result = run()
+        assert result.exit_code == 0, f"run {len(runs) + 1}:\n{result.log}"
+        runs.append(api.status(name))
+        if api.replicas("Deployment", ns, "app") == 1:
+            return runs
+        waiting = entry(runs[-1].get("restoring"), ns)
+        assert waiting is not None and "statefulset/db" in waiting["waitingFor"], \
+            f"run {len(runs)} left app frozen without saying it waits for db: {runs[-1].get('restoring')}"
+        assert late_while_waiting or not entry(runs[-1].get("restoredLate"), ns), runs[-1].get("restoredLate")
+        assert api.replicas("StatefulSet", ns, "db") == 1, "the StatefulSet's tier did not come back first"
+    raise AssertionError(f"app not back after {len(runs)} runs; last status: {runs[-1]}")
+
+
 def freeze(control_plane: controlplane.ControlPlane, api: AdminApi, ns: str) -> None:
     frozen = run_cronjob_now(control_plane, api)
     assert frozen.exit_code == 0, frozen.log
@@ -125,19 +148,8 @@ def test_a_two_tier_namespace_brings_the_deployment_back_only_after_the_stateful
 
     api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["live", "a"]}})
     started = time.monotonic()
-    runs: list[dict[str, Any]] = []  # each run's status
-    for _ in range(6):  # each run waits in place for the next tier (--restore-wait-in-run, 30 s by default)
-        result = run_cronjob_now(control_plane, api)
-        assert result.exit_code == 0, f"run {len(runs) + 1}:\n{result.log}"
-        runs.append(api.status(name))
-        if api.replicas("Deployment", ns, "app") == 1:
-            break
-        waiting = entry(runs[-1].get("restoring"), ns)
-        assert waiting is not None and "statefulset/db" in waiting["waitingFor"], \
-            f"run {len(runs)} left app frozen without saying it waits for db: {runs[-1].get('restoring')}"
-        assert api.replicas("StatefulSet", ns, "db") == 1, "the StatefulSet's tier did not come back first"
-    else:
-        raise AssertionError(f"app not back after {len(runs)} runs; last status: {runs[-1]}")
+    # each run waits in place for the next tier (--restore-wait-in-run, 30 s by default)
+    runs = runs_until_app_back(lambda: run_cronjob_now(control_plane, api), api, name=name, ns=ns, tries=6)
     restore_seconds = time.monotonic() - started
 
     wait_until(lambda: phase(pod_of(api, ns, "app")) == "Running", timeout=180, what="app's Pod Running again")
@@ -182,22 +194,8 @@ def test_a_tier_whose_pod_never_gets_ready_releases_the_next_tier_after_restore_
     started = time.monotonic()
     # No waiting in the run (the CronJob's 30 s in-run wait would outlast restore_wait): the tier's wait crosses
     # runs, the README's normal case. Runs at least 5 s apart: 8 runs span more than restore_wait however fast.
-    runs: list[dict[str, Any]] = []
-    for _ in range(8):
-        if runs:
-            time.sleep(5)
-        result = run_job_now(control_plane, api, {"NSSCALER_RESTORE_WAIT_IN_RUN": "0"})
-        assert result.exit_code == 0, f"run {len(runs) + 1}:\n{result.log}"
-        runs.append(api.status(name))
-        if api.replicas("Deployment", ns, "app") == 1:
-            break
-        waiting = entry(runs[-1].get("restoring"), ns)
-        assert waiting is not None and "statefulset/db" in waiting["waitingFor"], \
-            f"run {len(runs)} left app frozen without saying it waits for db: {runs[-1].get('restoring')}"
-        assert not entry(runs[-1].get("restoredLate"), ns), runs[-1].get("restoredLate")
-        assert api.replicas("StatefulSet", ns, "db") == 1, "the StatefulSet's tier did not come back first"
-    else:
-        raise AssertionError(f"app not back after {len(runs)} runs, restore_wait 20s; last status: {runs[-1]}")
+    runs = runs_until_app_back(lambda: run_job_now(control_plane, api, {"NSSCALER_RESTORE_WAIT_IN_RUN": "0"}), api,
+                               name=name, ns=ns, tries=8, pause=5, late_while_waiting=False)
     restore_seconds = time.monotonic() - started
     assert len(runs) >= 2, "app came back in the run that restored db, though db's Pod is never Ready"
 
