@@ -145,9 +145,10 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
             time.monotonic() + TIER_POLL_SECONDS <= give_up):
         time.sleep(TIER_POLL_SECONDS)
         at = now + dt.timedelta(seconds=time.monotonic() - started)
-        try:
-            snapshot = replace(snapshot, workloads=tuple(read.whole_namespaces(
-                kube, snapshot.workloads, snapshot.handlers, sorted(waiting))))
+        try:  # what the first pass read there, again, the cheapest way (a GET each when they are few)
+            found = list(snapshot.workloads)
+            snapshot = replace(snapshot, workloads=tuple(read.complete(
+                kube, found, [w for w in found if w.namespace in waiting])))
         except ApiError as exc:
             log.warning("could not look again at the namespaces restoring in tiers; the next run goes on: %s", exc,
                         extra={"event": "tiers"})
@@ -182,7 +183,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     except ApiError as exc:
         raise startup_error(kube, exc) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes), overheads=overheads, handlers=tuple(handlers))
+                    wakes=tuple(wakes), overheads=overheads)
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

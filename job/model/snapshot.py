@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from job.model.autoscalers import ScaledObject
-from job.model.kinds import KindHandler
 from job.model.policy import InvalidPolicy, Policy
 from job.model.wake import Wake
 from job.model.workloads import Namespace, Workload
@@ -43,5 +42,3 @@ class Snapshot:
     wakes: tuple[Wake, ...] = ()
     #: the Pod overhead of each RuntimeClass, when a workload read whole named one (None: not read)
     overheads: Mapping[str, Mapping[str, int]] | None = None
-    #: every kind this run reads (a restore in tiers reads the namespaces it waits in again, every kind of them)
-    handlers: tuple[KindHandler, ...] = ()
