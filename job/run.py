@@ -136,15 +136,15 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
                    settings: Settings, now: dt.datetime, stop_at: float | None) -> tuple[Decision, list[ActionResult]]:
     """While a namespace's next restore tier waits and the run may still wait (`--restore-wait-in-run`, within
     the soft deadline): look again at those namespaces, decide again there, and write. Waiting longer is the
-    next run's: the wait is in the workloads' own marks, not in this process."""
+    next run's: the wait is in the workloads' own marks and the policy's status, not in this process. A
+    namespace where a write of this run failed is left to the next run: trying it again every 2 s would only
+    pile up failures."""
     started = time.monotonic()
     give_up = started + settings.restore_wait_in_run
     give_up = give_up if stop_at is None else min(give_up, stop_at)
     later = decision
-    while (waiting := frozenset(w.namespace for w in later.plan.waits if not w.dry_run)) and (
-            time.monotonic() + TIER_POLL_SECONDS <= give_up):
+    while (waiting := _still_waiting(later, results)) and time.monotonic() + TIER_POLL_SECONDS <= give_up:
         time.sleep(TIER_POLL_SECONDS)
-        at = now + dt.timedelta(seconds=time.monotonic() - started)
         try:  # what the first pass read there, again, the cheapest way (a GET each when they are few)
             found = list(snapshot.workloads)
             snapshot = replace(snapshot, workloads=tuple(read.complete(
@@ -153,10 +153,19 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
             log.warning("could not look again at the namespaces restoring in tiers; the next run goes on: %s", exc,
                         extra={"event": "tiers"})
             break
+        if time.monotonic() >= give_up:  # the read took the rest of the wait: write nothing late
+            break
+        at = now + dt.timedelta(seconds=time.monotonic() - started)
         snapshot, later = _decided(kube, snapshot, settings=settings, now=at, within=waiting)
         results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at)]
         decision = merged(decision, later, within=waiting)
     return decision, results
+
+
+def _still_waiting(decision: Decision, results: list[ActionResult]) -> frozenset[str]:
+    went = ("applied", "dry-run", "settled", "gone")
+    failed = {r.action.workload.namespace for r in results if r.outcome not in went}
+    return frozenset(w.namespace for w in decision.plan.waits if not w.dry_run and w.namespace not in failed)
 
 
 def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:

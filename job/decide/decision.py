@@ -120,8 +120,9 @@ def merged(first: Decision, later: Decision, *, within: frozenset[str]) -> Decis
     policies = {}
     for name, p in first.plan.policies.items():
         again_p = later.plan.policies.get(name)
+        late = {(t.namespace, t.tier): t for t in [*p.late, *(again_p.late if again_p else ())]}
         policies[name] = replace(p, restoring=waits(p.restoring, again_p.restoring if again_p else ()),
-                                 late=[*p.late, *(again_p.late if again_p else ())])
+                                 late=list(late.values()))
     plan = replace(first.plan, policies=policies, waits=tuple(waits(first.plan.waits, later.plan.waits)))
     return replace(first, plan=plan, problems=(*first.problems, *(p for p in later.problems if p.message not in said)))
 

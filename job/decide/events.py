@@ -106,11 +106,14 @@ REASON_TIER_WAITING, REASON_TIER_LATE = "RestoreTierWaiting", "RestoreTierLate"
 
 
 def _tiers(outcome: PolicyOutcome) -> list[tuple[str, str, bool]]:
-    """A Normal Event where a namespace's next tier begins to wait, a Warning where one came back late."""
+    """A Normal Event where a namespace's tier begins to wait (it did not wait at the run before), a Warning where
+    one came back late."""
+    before = {(e.get("namespace"), e.get("tier")) for e in outcome.previous_status.get("restoring") or []
+              if isinstance(e, dict)}
     said = [(REASON_TIER_WAITING, f"{w.namespace}: restore tier {w.tier} ({w.pending} workloads) waits until "
                                   f"{', '.join(w.waiting_for[:5]) or 'the earlier tiers'} are available, at most "
                                   f"until {w.until:%Y-%m-%dT%H:%M:%SZ} (restore_wait)", False)
-            for w in outcome.restoring if w.started and not w.dry_run]
+            for w in outcome.restoring if (w.namespace, w.tier) not in before and not w.dry_run]
     return said + [(REASON_TIER_LATE, f"{t.namespace}: restore tier {t.tier} came back after restore_wait, before "
                                       f"{', '.join(t.not_ready[:5])} was available", True) for t in outcome.late]
 

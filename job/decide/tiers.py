@@ -10,10 +10,12 @@ Rules, in order:
    (nearly always the only one). Its `restore_order` and `restore_wait` apply to every workload there.
 3. Of a namespace's pending restores, those of the lowest tier T go now when every workload of a lower tier
    in that namespace (not frozen: brought back before, or never frozen) is available as its kind defines it
-   (`job.model.readiness`); or when `restore_wait` has passed since nsscaler last wrote one of them (its
-   restore, whose time the API server stamps in the same write: nothing to lose in a crash); or when
-   nsscaler wrote none of them (it brought nothing back there to wait for). The later tiers wait for a later
-   pass: in this run (`--restore-wait-in-run`) or the next one.
+   (`job.model.readiness`); or when `restore_wait` has passed since the earlier tier came back. That time is
+   the latest of nsscaler's own writes on them (its restore, whose time the API server stamps in the same
+   write: nothing to lose in a crash) and of the wait the policy's status remembers for that tier (a restore
+   that leaves nsscaler owning no field, such as a DaemonSet's, leaves no stamp); with neither, the wait
+   begins now and the status remembers it, unless the policy is gone (nothing could remember it: it goes).
+   The later tiers wait for a later pass: in this run (`--restore-wait-in-run`) or the next one.
 4. A tier that goes because the wait passed names the workloads that were not available in time.
 5. A malformed annotation holds its workload back, frozen with its record, and says how to fix it.
 Freezing is never tiered: a hold stops everything at once.
@@ -22,6 +24,7 @@ Freezing is never tiered: a hold stops everything at once.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +40,8 @@ from job.model.workloads import Workload
 MAX_TIER = 9
 #: `restore_wait` of a restore whose policy is gone
 DEFAULT_RESTORE_WAIT = parse_duration("5m")
+#: what the annotation may say (`str.isdigit` would take "²", and `int` refuses 5,000 digits)
+_TIER = re.compile(r"[0-9]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +57,6 @@ class TierWait:
     pending: int
     since: dt.datetime
     until: dt.datetime
-    #: this pass restored the tier before it: the wait begins now
-    started: bool = False
     dry_run: bool = False
 
 
@@ -82,7 +85,7 @@ def tier_of(workload: Workload, order: Sequence[Kind]) -> int | None:
     """Rule 1: its tier; None when its annotation is malformed."""
     if workload.tier is not None:
         text = workload.tier.strip()
-        return int(text) if text.isdigit() and int(text) <= MAX_TIER else None
+        return int(text) if _TIER.fullmatch(text) else None
     kinds = [k for k in order if k in workload.selecting_kinds]
     return order.index(kinds[0]) if kinds else len(order)
 
@@ -91,14 +94,29 @@ def _short_ref(workload: Workload) -> str:
     return f"{workload.kind.short.lower()}/{workload.name}"
 
 
-def _leader(names: Iterable[str], policies: Mapping[str, Policy | InvalidPolicy]) -> tuple[str, Sequence[Kind],
-                                                                                            dt.timedelta]:
-    """Rule 2: the policy a namespace's restore follows, its order and its wait."""
+@dataclass(frozen=True)
+class _Leader:
+    """Rule 2: the policy a namespace's restore follows (None: gone), its order and its wait."""
+
+    name: str
+    policy: Policy | None
+    order: Sequence[Kind] = ()
+    wait: dt.timedelta = DEFAULT_RESTORE_WAIT
+
+    def remembered(self, namespace: str, tier: int) -> dt.datetime | None:
+        """When the wait of `tier` in `namespace` began, as the policy's status remembers it."""
+        entries = (self.policy.status.get("restoring") or []) if self.policy is not None else []
+        found = [parse_time(e.get("since")) for e in entries if isinstance(e, dict)
+                 and e.get("namespace") == namespace and e.get("tier") == tier]
+        return next((t for t in found if t is not None), None)
+
+
+def _leader(names: Iterable[str], policies: Mapping[str, Policy | InvalidPolicy]) -> _Leader:
     name = min(names)
     found = policies.get(name)
     if isinstance(found, Policy):
-        return name, found.spec.restore_order, found.restore_wait
-    return name, (), DEFAULT_RESTORE_WAIT
+        return _Leader(name, found, found.spec.restore_order, found.restore_wait)
+    return _Leader(name, None)
 
 
 def in_tiers(actions: Sequence[Action], *, workloads: Iterable[Workload],
@@ -135,32 +153,42 @@ class _Step:
 
 def _namespace_step(ns: str, pending: list[Action], around: list[Workload], *,
                     policies: Mapping[str, Policy | InvalidPolicy], now: dt.datetime) -> _Step:
-    leader, order, wait = _leader((a.policy for a in pending), policies)
-    tiers = {id(a): tier_of(a.workload, order) for a in pending}
+    leader = _leader((a.policy for a in pending), policies)
+    tiers = {id(a): tier_of(a.workload, leader.order) for a in pending}
     problems = [Problem(a.policy, a.workload, _malformed(a.workload)) for a in pending if tiers[id(a)] is None]
     valid = [a for a in pending if tiers[id(a)] is not None]
     if not valid:
         return _Step([], [], [], problems)
     lowest = min(tiers[id(a)] or 0 for a in valid)
-    earlier = [w for w in around if (tier_of(w, order) or 0) < lowest]
+    earlier = [w for w in around if (tier_of(w, leader.order) or 0) < lowest]
     not_ready = tuple(_short_ref(w) for w in earlier if w.available is not True)
-    written = [t for w in earlier if (t := parse_time(w.written_by_nsscaler)) is not None]
-    since = max(written) if written else None
+    since = _since(earlier, leader, ns, lowest, now=now) if not_ready else None
     dry_run = all(a.dry_run for a in valid)
-    if not_ready and since is not None and now - since < wait:
-        return _Step([], [TierWait(ns, leader, lowest, not_ready, len(valid), since, since + wait,
+    if since is not None and now - since < leader.wait:
+        return _Step([], [TierWait(ns, leader.name, lowest, not_ready, len(valid), since, since + leader.wait,
                                    dry_run=dry_run)], [], problems)
     going = [a for a in valid if tiers[id(a)] == lowest]
-    late = [LateTier(ns, leader, lowest, not_ready, since)] if not_ready and since is not None else []
+    late = [LateTier(ns, leader.name, lowest, not_ready, since)] if since is not None else []
     later = [a for a in valid if tiers[id(a)] != lowest]
     if not later:
         return _Step(going, [], late, problems)
     next_tier = min(tiers[id(a)] or 0 for a in later)
     # what the next tier waits for: this tier, on its way back now, and whatever of the earlier ones is not there
     coming = tuple(_short_ref(a.workload) for a in going if a.after)
-    waiting = TierWait(ns, leader, next_tier, (*not_ready, *coming), len(later), now, now + wait,
-                       started=True, dry_run=dry_run)
+    waiting = TierWait(ns, leader.name, next_tier, (*not_ready, *coming), len(later), now, now + leader.wait,
+                       dry_run=dry_run)
     return _Step(going, [waiting], late, problems)
+
+
+def _since(earlier: list[Workload], leader: _Leader, ns: str, tier: int, *, now: dt.datetime) -> dt.datetime | None:
+    """Rule 3: when the earlier tier came back (None: the policy is gone and nothing says; it goes)."""
+    known = [t for w in earlier if (t := parse_time(w.written_by_nsscaler)) is not None]
+    remembered = leader.remembered(ns, tier)
+    if remembered is not None:
+        known.append(remembered)
+    if known:
+        return max(known)
+    return now if leader.policy is not None else None
 
 
 def _malformed(workload: Workload) -> str:
@@ -172,19 +200,22 @@ def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,
                        policies: Mapping[str, Policy | InvalidPolicy]) -> list[str]:
     """The namespaces whose lowest pending restore tier is not 0: the read stage reads every workload there
     whole, for whether the earlier tiers are available (a steady state and a one-step restore read nothing more).
-    Pending here means carrying a record in a namespace not held for its kind; a few kept frozen by their
-    policy are counted too, which costs a read, never a decision."""
+    Pending means what the planner restores: a valid record in a namespace not held for its kind, of a policy
+    that is gone or serves and restores."""
     pending: dict[str, list[Workload]] = {}
     for w in workloads:
-        if not w.has_record or w.excluded or w.frozen_with_its_owner:
+        if not w.has_record or w.excluded or w.frozen_with_its_owner or not w.record_is_valid():
             continue
         verdict = selection.verdicts.get(w.namespace)
         if verdict is not None and (verdict.untouchable or verdict.holder_for(w.selecting_kinds) is not None):
             continue
+        owner = policies.get(w.scaled_by or "")
+        if isinstance(owner, InvalidPolicy) or (owner is not None and (owner.spec.suspend or not owner.spec.restore)):
+            continue
         pending.setdefault(w.namespace, []).append(w)
     out = []
     for ns, found in sorted(pending.items()):
-        _, order, _ = _leader((w.scaled_by or "" for w in found), policies)
+        order = _leader((w.scaled_by or "" for w in found), policies).order
         tiers = [t for w in found if (t := tier_of(w, order)) is not None]
         if tiers and min(tiers) > 0:
             out.append(ns)

@@ -212,7 +212,7 @@ class ReplicasHandler(_Served):
         return 1 if value is None else int(value)
 
     def available(self, obj: dict[str, Any]) -> bool:
-        return readiness.replicas_available(obj, self.size_of(obj))
+        return readiness.replicas_available(obj, self.size_of(obj), built_in=not self.kind.group)
 
     def frozen_body(self) -> dict[str, Any]:
         return _nested(self.path, 0)

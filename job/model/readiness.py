@@ -4,8 +4,8 @@ A restore in tiers (`job.decide.tiers`) brings a namespace's next tier back only
 earlier ones is available. Each kind says what that means; the handler of the kind (`job.model.kinds`) names
 which of these it uses:
 - replica kinds (Deployments, StatefulSets, ReplicaSets, ReplicationControllers, custom `/scale` kinds): as
-  many available replicas as the spec asks for (`availableReplicas`, or `readyReplicas` where a kind reports
-  only that), counted by a controller that has seen the current spec (`observedGeneration`);
+  many available replicas as the spec asks for (`availableReplicas`; a custom kind that reports only
+  `readyReplicas`, by that), counted by a controller that has seen the current spec (`observedGeneration`);
 - DaemonSets: every node that should run one runs an available, up-to-date Pod;
 - CronJobs and Jobs: always: nothing waits for a batch run to finish.
 """
@@ -31,11 +31,13 @@ def observed(obj: dict[str, Any]) -> bool:
     return seen is None or generation is None or _whole(seen) >= _whole(generation)
 
 
-def replicas_available(obj: dict[str, Any], wanted: int) -> bool:
-    """`wanted` replicas available. The API server leaves a zero count out of a status, so a missing one is 0."""
+def replicas_available(obj: dict[str, Any], wanted: int, *, built_in: bool = True) -> bool:
+    """`wanted` replicas available. The API server leaves a zero count out of a status, so a missing one is 0:
+    a built-in kind is judged by `availableReplicas` alone (Ready Pods within `minReadySeconds` are not yet
+    available); a custom kind by it, or by `readyReplicas` where it reports only that."""
     status = _status(obj)
-    have = status.get("availableReplicas") if "availableReplicas" in status else status.get("readyReplicas")
-    return observed(obj) and _whole(have) >= wanted
+    field = "availableReplicas" if built_in or "availableReplicas" in status else "readyReplicas"
+    return observed(obj) and _whole(status.get(field)) >= wanted
 
 
 def daemons_available(obj: dict[str, Any]) -> bool:

@@ -186,3 +186,55 @@ def test_holding_again_mid_restore_and_a_users_edit_lose_no_record(api, run_job,
     make_db_ready(api, ns)
     assert run_job(*NO_WAIT).exit_code == 0
     assert sizes(api, ns) == {"db": 1, "app": 2} and records(api, ns) == {"db": None, "app": None}
+
+
+def test_a_wait_that_outlasts_the_run_is_announced_once(api, run_job, prefix):
+    """The run waits in place a little, the StatefulSet is not available by then: the wait goes on in the next
+    runs, and a RestoreTierWaiting Event says so once, when it begins."""
+    ns, name = two_tiers(api, run_job, prefix)
+    release(api, name)
+    for _ in range(2):
+        assert run_job("--restore-wait-in-run", "3").exit_code == 0
+        assert records(api, ns) == {"db": None, "app": "2"}
+    (event,) = tier_events(api, name, "RestoreTierWaiting")
+    assert event["count"] == 1 and "statefulset/db" in event["message"]
+
+
+def refused_now(api: AdminApi, ns: str) -> bool:
+    """Whether the API server refuses db's restore now (a dry run of it)."""
+    return api.http.patch(api.url("StatefulSet", ns, "db"), params={"dryRun": "All"}, timeout=30,
+                          json={"spec": {"replicas": 1}},
+                          headers={"Content-Type": "application/merge-patch+json"}).status_code in (403, 422)
+
+
+def test_a_tier_whose_restore_is_refused_is_not_tried_again_within_the_run(api, run_job, prefix):
+    """An admission policy refuses the StatefulSet's restore: the run reports that one failure (not one per look
+    again while it waits in place), the Deployment stays frozen with its record, and the next run tries again."""
+    ns, name = two_tiers(api, run_job, prefix)
+    refusal = f"{prefix}no-db"
+    api.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": refusal}, "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                                                            "operations": ["UPDATE"], "resources": ["statefulsets"]}]},
+                    "validations": [{"expression": "object.spec.replicas == 0",
+                                     "message": "the platform team holds this StatefulSet"}]}})
+    api.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": refusal}, "spec": {
+                    "policyName": refusal, "validationActions": ["Deny"],
+                    "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}})
+    try:
+        wait_until(lambda: refused_now(api, ns), timeout=60, what="the admission policy to be enforced")
+        release(api, name)
+        refused = run_job("--restore-wait-in-run", "10")
+        assert refused.exit_code == 1
+        failed = [a for a in refused.report["actions"] if a["outcome"] == "failed"]
+        assert [(a["verb"], a["name"]) for a in failed] == [("restore", "db")]
+        assert records(api, ns) == {"db": "1", "app": "2"}
+        assert any("the platform team holds this StatefulSet" in f for f in api.status(name)["failures"])
+    finally:
+        api.delete("ValidatingAdmissionPolicyBinding", refusal)
+        api.delete("ValidatingAdmissionPolicy", refusal)
+    wait_until(lambda: not refused_now(api, ns), timeout=60, what="the admission policy to be gone")
+    assert run_job(*NO_WAIT).exit_code == 0
+    assert records(api, ns) == {"db": None, "app": "2"}

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from job.decide.actions import Action, Verb
 from job.decide.plan import select
 from job.decide.tiers import in_tiers, namespaces_to_read, tier_of
+from job.model import policy as policy_api
 from job.model.kinds import Kind
 from job.model.marks import ANNOTATION_RESTORE_TIER
 from job.model.workloads import Workload
@@ -59,6 +60,8 @@ def going(actions: list[Action], around: list[Workload], *, pol=ORDERED, now: dt
     pytest.param(frozen("app", tier="10"), (), None, id="annotation-over-9:malformed"),
     pytest.param(frozen("app", tier="first"), (), None, id="annotation-word:malformed"),
     pytest.param(frozen("app", tier="-1"), (), None, id="annotation-negative:malformed"),
+    pytest.param(frozen("app", tier="²"), (), None, id="annotation-superscript-digit:malformed"),
+    pytest.param(frozen("app", tier="0" * 5000), (), None, id="annotation-5000-digits:malformed"),
 ])
 def test_tier_of(w, order, tier):
     assert tier_of(w, order) == tier
@@ -76,8 +79,7 @@ def test_the_first_tier_goes_and_the_next_waits_for_it():
     found = in_tiers([restore(db), restore(app)], workloads=[db, app], policies={"p": ORDERED}, now=NOW)
     assert [a.workload.name for a in found.actions] == ["db"]
     (wait,) = found.waits
-    assert (wait.namespace, wait.tier, wait.waiting_for, wait.pending, wait.started) == (
-        "shop-v1", 1, ("statefulset/db",), 1, True)
+    assert (wait.namespace, wait.tier, wait.waiting_for, wait.pending) == ("shop-v1", 1, ("statefulset/db",), 1)
     assert (wait.since, wait.until) == (NOW, NOW + dt.timedelta(minutes=5))
 
 
@@ -86,7 +88,7 @@ def test_the_first_tier_goes_and_the_next_waits_for_it():
     pytest.param(back("db", available=False, restored_ago=60), [], [], id="not-available-within-wait:waits"),
     pytest.param(back("db", available=None, restored_ago=60), [], [], id="unknown-is-not-available:waits"),
     pytest.param(back("db", available=False, restored_ago=300), ["app"], ["statefulset/db"], id="wait-passed:late"),
-    pytest.param(back("db", available=False, restored_ago=None), ["app"], [], id="never-restored-by-nsscaler:goes"),
+    pytest.param(back("db", available=False, restored_ago=None), [], [], id="never-restored-by-nsscaler:waits"),
     pytest.param(back("db", available=False, restored_ago=-30), [], [], id="stamp-ahead-of-our-clock:waits"),
 ])
 def test_the_next_tier_goes_when_the_earlier_one_is_available_or_has_waited(db, goes, late):
@@ -96,9 +98,39 @@ def test_the_next_tier_goes_when_the_earlier_one_is_available_or_has_waited(db, 
     assert [list(t.not_ready) for t in found.late] == ([late] if late else [])
     if not goes:
         (wait,) = found.waits
-        assert wait.waiting_for == ("statefulset/db",) and not wait.started
-        assert wait.until == dt.datetime.strptime(db.written_by_nsscaler, "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=dt.UTC) + dt.timedelta(minutes=5)
+        assert wait.waiting_for == ("statefulset/db",)
+        began = NOW if db.written_by_nsscaler is None else dt.datetime.strptime(
+            db.written_by_nsscaler, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+        assert wait.until == began + dt.timedelta(minutes=5)
+
+
+#: a DaemonSet of tier 0 brought back: its restore left nsscaler owning no field, so it carries no stamp
+AGENT = back("agent", Kind.DAEMONSET, available=False, restored_ago=None, tier="0")
+
+
+def remembering(since: str) -> policy_api.Policy:
+    """ORDERED, whose status (written by the run before) says shop-v1's tier 1 has waited since `since`."""
+    return dataclasses.replace(ORDERED, status={"restoring": [{"namespace": "shop-v1", "tier": 1, "since": since}]})
+
+
+@pytest.mark.parametrize(("db", "pol", "goes"), [
+    # a DaemonSet's restore leaves nsscaler owning no field: no stamp, the status remembers when the wait began
+    pytest.param(AGENT, remembering(stamp(60)), [],
+                 id="remembered-60s-ago:waits"),
+    pytest.param(AGENT, remembering(stamp(301)), ["app"],
+                 id="remembered-301s-ago:goes-late"),
+    pytest.param(back("db", available=False, restored_ago=400), remembering(stamp(60)), [],
+                 id="the-later-of-stamp-and-memory:waits"),
+])
+def test_the_status_remembers_when_a_wait_began(db, pol, goes):
+    app = frozen("app", tier="1")
+    assert going([restore(app)], [db, app], pol=pol) == goes
+
+
+def test_a_gone_policys_restore_waits_for_nothing_it_cannot_remember():
+    db, app = back("db", available=False, restored_ago=None), frozen("app", tier="1")
+    found = in_tiers([restore(app)], workloads=[db, app], policies={}, now=NOW)
+    assert [a.workload.name for a in found.actions] == ["app"] and not found.late
 
 
 def test_only_earlier_tiers_of_the_same_namespace_are_waited_for():
@@ -196,8 +228,8 @@ def test_restores_go_one_tier_at_a_time_and_never_before_the_earlier_ones(case, 
         earlier = [w for w in around if tier_of(w, order) < lowest]
         unready = [w for w in earlier if w.available is not True]
         stamps = [w.written_by_nsscaler for w in earlier if w.written_by_nsscaler]
-        # it goes only when the earlier tiers are available, nsscaler restored none of them, or the wait passed
-        assert not unready or not stamps or max(stamps) <= stamp(300)
+        # it goes only when the earlier tiers are available or the wait passed since nsscaler brought them back
+        assert not unready or (stamps and max(stamps) <= stamp(300))
     else:
         (wait,) = found.waits
         assert wait.tier == lowest and wait.waiting_for and wait.until > NOW
