@@ -223,7 +223,7 @@ class _Judge:
         owner = self.by_name.get(owner_name)
         if isinstance(owner, InvalidPolicy):
             return None  # never act on a policy we cannot read; its status says why
-        if owner is not None and (owner.spec.suspend or not owner.spec.restore):
+        if owner is not None and owner.keeps_frozen:
             return owner_name, _KEPT_FROZEN
         dry_run = self.settings.dry_run or (owner.spec.dry_run if owner else False)
         restored = workload.handling.restored_size(workload.original or "")

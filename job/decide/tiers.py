@@ -90,10 +90,6 @@ def tier_of(workload: Workload, order: Sequence[Kind]) -> int | None:
     return order.index(kinds[0]) if kinds else len(order)
 
 
-def _short_ref(workload: Workload) -> str:
-    return f"{workload.kind.short.lower()}/{workload.name}"
-
-
 @dataclass(frozen=True)
 class _Leader:
     """Rule 2: the policy a namespace's restore follows (None: gone), its order and its wait."""
@@ -161,7 +157,7 @@ def _namespace_step(ns: str, pending: list[Action], around: list[Workload], *,
         return _Step([], [], [], problems)
     lowest = min(tiers[id(a)] or 0 for a in valid)
     earlier = [w for w in around if (tier_of(w, leader.order) or 0) < lowest]
-    not_ready = tuple(_short_ref(w) for w in earlier if w.available is not True)
+    not_ready = tuple(w.short_ref for w in earlier if w.available is not True)
     since = _since(earlier, leader, ns, lowest, now=now) if not_ready else None
     dry_run = all(a.dry_run for a in valid)
     if since is not None and now - since < leader.wait:
@@ -174,7 +170,7 @@ def _namespace_step(ns: str, pending: list[Action], around: list[Workload], *,
         return _Step(going, [], late, problems)
     next_tier = min(tiers[id(a)] or 0 for a in later)
     # what the next tier waits for: this tier, on its way back now, and whatever of the earlier ones is not there
-    coming = tuple(_short_ref(a.workload) for a in going if a.after)
+    coming = tuple(a.workload.short_ref for a in going if a.after)
     waiting = TierWait(ns, leader.name, next_tier, (*not_ready, *coming), len(later), now, now + leader.wait,
                        dry_run=dry_run)
     return _Step(going, [waiting], late, problems)
@@ -210,7 +206,7 @@ def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,
         if verdict is not None and (verdict.untouchable or verdict.holder_for(w.selecting_kinds) is not None):
             continue
         owner = policies.get(w.scaled_by or "")
-        if isinstance(owner, InvalidPolicy) or (owner is not None and (owner.spec.suspend or not owner.spec.restore)):
+        if isinstance(owner, InvalidPolicy) or (owner is not None and owner.keeps_frozen):
             continue
         pending.setdefault(w.namespace, []).append(w)
     out = []

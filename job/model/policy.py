@@ -195,6 +195,11 @@ class Policy:
     def restore_wait(self) -> dt.timedelta:
         return parse_duration(self.spec.restore_wait)
 
+    @property
+    def keeps_frozen(self) -> bool:
+        """Whether what it froze stays frozen when its namespace is no longer held (suspended, or `restore: false`)."""
+        return self.spec.suspend or not self.spec.restore
+
     @functools.cached_property
     def schedule(self) -> windows.Schedule:
         """When this policy holds (hold_windows, time_zone, until); validated with the spec."""

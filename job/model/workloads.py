@@ -130,8 +130,13 @@ class Workload:
         return True
 
     @property
+    def short_ref(self) -> str:
+        """`deployment/web`: as kubectl names it within its namespace."""
+        return f"{self.kind.short.lower()}/{self.name}"
+
+    @property
     def ref(self) -> str:
-        return f"{self.kind.short.lower()}/{self.name} in {self.namespace}"
+        return f"{self.short_ref} in {self.namespace}"
 
 
 def with_overhead(workload: Workload, overheads: Mapping[str, Mapping[str, int]] | None) -> Workload:
