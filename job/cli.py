@@ -14,7 +14,7 @@ from pydantic_settings import SettingsError
 
 from job import report, run
 from job.cluster.kube import Kube
-from job.errors import StartupError
+from job.errors import StartupError, unexpected
 from job.model.settings import Settings
 
 log = logging.getLogger("nsscaler")
@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_FAILED
         log.error("cannot start: %s", exc, extra={"event": "startup-failed", "exit_code": EXIT_CANNOT_START})
         return EXIT_CANNOT_START
+    except Exception as exc:
+        log.error("run stopped: %s", unexpected(exc), extra={"event": "run-failed", "exit_code": EXIT_FAILED})
+        log.debug("where it stopped", exc_info=True)
+        return EXIT_FAILED
     result = dataclasses.replace(result, finished=dt.datetime.now(dt.UTC))
     text, fields = report.summary(result)
     log.log(logging.ERROR if result.failed else logging.INFO, text, extra=fields)

@@ -27,3 +27,12 @@ class ApiError(Exception):
 
 class Conflict(ApiError):
     """409: the object changed since it was read (the resourceVersion precondition failed)."""
+
+
+def unexpected(exc: BaseException) -> str:
+    """One line for an exception nobody expected, caught at the boundary of one object (a policy, a Wake, a
+    workload) so that the rest of the run goes on: what it was, and what to do."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 200 else text[:200] + "..."
+    return f"{type(exc).__name__}: {text or 'no message'} (an unexpected error in nsscaler: please report it " \
+           f"with this message; the rest of the run went on)"

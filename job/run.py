@@ -29,7 +29,7 @@ from job.decide import outcome as outcome_api
 from job.decide import reads, tiers
 from job.decide import wakes as wakes_api
 from job.decide.actions import ActionResult, Verb
-from job.decide.decision import Decision, again, decide, merged
+from job.decide.decision import Decision, again, contained, merged
 from job.decide.drain import frozen_now, reverts
 from job.decide.plan import excluded_owners_of, kinds_in_use, select, sizes_needed
 from job.decide.pods import Census
@@ -105,7 +105,8 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
                                         settings=settings, workloads=snapshot.workloads)
-        report = replace(report, results=results, problems=_orphan_problems(snapshot, decision, results, census))
+        report = replace(report, results=results,
+                         problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot)])
         stages.done("pods")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now))
@@ -119,12 +120,12 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
 
 def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
              within: frozenset[str] | None = None) -> tuple[Snapshot, Decision]:
-    decision = decide(snapshot, settings=settings, now=now, within=within)
+    decision = contained(snapshot, settings=settings, now=now, within=within)
     if decision.needs and snapshot.autoscalers is None:  # the run changes something: they matter now, and only now
         wanted = decision.needs
         del decision  # a first run's plan is large: never two at once
         snapshot = replace(snapshot, autoscalers=read.autoscalers(kube, wanted))
-        decision = decide(snapshot, settings=settings, now=now, within=within)
+        decision = contained(snapshot, settings=settings, now=now, within=within)
     return snapshot, decision
 
 
@@ -234,6 +235,12 @@ def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[A
     problems += [f"{r.action.verb.value} {r.action.workload.ref}: {r.message}" for r in results
                  if r.outcome == "failed" and r.action.policy not in known]
     return problems + [pr.message for pr in decision.problems if pr.policy not in known]
+
+
+def _wake_problems(snapshot: Snapshot) -> list[str]:
+    """Wakes that cannot be read: each says why in its own status (Ignored) and makes the run exit 1, as an invalid
+    NSScaler does, so that a person's bad input is never only a quiet line in a status."""
+    return [f"Wake {w.namespace}/{w.name} ignored: {w.invalid}" for w in snapshot.wakes if w.invalid]
 
 
 def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResult], *, decision: Decision,

@@ -35,6 +35,7 @@ from job.decide import wakes as wakes_api
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.decide.tiers import LateTier, TierWait
+from job.errors import unexpected
 from job.model.kinds import Kind
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
@@ -155,7 +156,10 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
     problems: list[Problem] = []
     tally: Counter[tuple[str, str]] = Counter()
     for workload in workloads:
-        judged = judge(workload)
+        try:
+            judged = judge(workload)
+        except Exception as exc:
+            judged = _unexpected_problem(workload, selection, exc)
         if isinstance(judged, Action):
             actions.append(judged)
         elif isinstance(judged, Problem):
@@ -240,6 +244,15 @@ def _record_problem(workload: Workload, owner_name: str) -> Problem | None:
     if workload.size is None:  # `sizes_needed` names every such workload: reading it whole failed
         return Problem(owner_name, workload, f"{workload.ref}: could not read its size")
     return None
+
+
+def _unexpected_problem(workload: Workload, selection: Selection, exc: Exception) -> Problem:
+    """An error nobody expected while judging one workload: a problem on it, told to the policy that holds its
+    namespace (or that froze it), and that workload left as it is."""
+    found = selection.verdicts.get(workload.namespace)
+    holders = [p.name for p in found.holders] if found else []
+    policy = holders[0] if holders else workload.scaled_by or ""
+    return Problem(policy, workload, f"{workload.ref}: left as it is: {unexpected(exc)}")
 
 
 def _within_cap(actions: list[Action], settings: Settings) -> tuple[list[Action], str | None]:

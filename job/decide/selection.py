@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 
 from job.decide import wakes as wakes_api
 from job.decide.wakes import WakeVerdict
+from job.errors import unexpected
 from job.model.activity import CREATED, Change
 from job.model.kinds import Kind
 from job.model.policy import Policy
 from job.model.settings import Settings
-from job.model.wake import Wake
+from job.model.wake import STATE_IGNORED, Wake
 from job.model.workloads import Namespace, Workload
 
 _NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
@@ -175,9 +176,17 @@ def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datet
     if wakes and now is None:
         raise ValueError("there are Wakes: the selection needs `now`")
     serving = [p for p in policies if not p.spec.suspend]
-    return {w.key: wakes_api.judge(w, [p for p in serving if p.in_scope(w.namespace)], now=now,
-                                   untouchable=w.namespace not in touchable)
+    return {w.key: _judged(w, [p for p in serving if p.in_scope(w.namespace)], now=now,
+                           untouchable=w.namespace not in touchable)
             for w in wakes if now is not None}
+
+
+def _judged(wake: Wake, in_scope: list[Policy], *, now: dt.datetime, untouchable: bool) -> WakeVerdict:
+    """One Wake judged; an error nobody expected ignores that Wake, saying so in its status, and nothing else."""
+    try:
+        return wakes_api.judge(wake, in_scope, now=now, untouchable=untouchable)
+    except Exception as exc:
+        return WakeVerdict(wake, STATE_IGNORED, f"could not be judged: {unexpected(exc)}")
 
 
 def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from job.errors import unexpected
 from job.model import windows
 from job.model.kinds import Kind
 
@@ -37,6 +38,11 @@ _DURATION_PART = re.compile(r"(\d+)([dhms])")
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
+#: the longest duration nsscaler reads anywhere (a Wake's `spec.duration` is capped far below it by its policy):
+#: beyond it a date computed from it may not exist, and nobody means it
+MAX_DURATION = dt.timedelta(days=3650)
+#: the longest duration text read: a few units of a few digits each, never a number with thousands of digits
+MAX_DURATION_TEXT = 32
 #: the longest `wake.max_duration` a policy may set
 MAX_WAKE = dt.timedelta(days=7)
 #: the longest `restore_wait` a policy may set
@@ -44,12 +50,18 @@ MAX_RESTORE_WAIT = dt.timedelta(days=1)
 
 
 def parse_duration(text: str) -> dt.timedelta:
-    """ "3h", "90m", "1h30m", "2d" (a Wake's `spec.duration`, a policy's `wake.max_duration`); ValueError
-    quoting the text otherwise."""
-    match = _DURATION_WHOLE.fullmatch(text) if isinstance(text, str) else None
+    """ "3h", "90m", "1h30m", "2d" (a Wake's `spec.duration`, a policy's `wake.max_duration`), at most
+    `MAX_DURATION`; ValueError quoting the text (cut short) otherwise."""
+    if not isinstance(text, str) or len(text) > MAX_DURATION_TEXT:
+        shown = text[:MAX_DURATION_TEXT] + "..." if isinstance(text, str) else text
+        raise ValueError(f"{shown!r} is not a duration of at most {MAX_DURATION_TEXT} characters such as \"3h\"")
+    match = _DURATION_WHOLE.fullmatch(text)
+    # whole seconds as a Python int first: a timedelta of 10**20 days would not exist
     seconds = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text)) if match else 0
     if seconds <= 0:
         raise ValueError(f"{text!r} is not a positive duration such as \"3h\", \"90m\" or \"1h30m\"")
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"{text!r} is longer than {MAX_DURATION.days} days, the longest duration nsscaler reads")
     return dt.timedelta(seconds=seconds)
 
 
@@ -228,12 +240,20 @@ def _describe(error: ValidationError) -> str:
 
 
 def parse(obj: dict[str, Any], *, default_kinds: frozenset[Kind]) -> Policy | InvalidPolicy:
-    """Turn one NSScaler object from the API into a Policy, or an InvalidPolicy saying why not."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name", "?"))
+    """Turn one NSScaler object from the API into a Policy, or an InvalidPolicy saying why not. Never raises:
+    whatever its spec holds, one NSScaler can never stop the run for the others."""
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    name, uid = str(meta.get("name", "?")), str(meta.get("uid", ""))
+    try:
+        return _parsed(obj, meta, name=name, uid=uid, default_kinds=default_kinds)
+    except Exception as exc:
+        return InvalidPolicy(name, 0, f"spec could not be read: {unexpected(exc)}", uid, {})
+
+
+def _parsed(obj: dict[str, Any], meta: dict[str, Any], *, name: str, uid: str,
+            default_kinds: frozenset[Kind]) -> Policy | InvalidPolicy:
     generation = int(meta.get("generation") or 0)
-    uid = str(meta.get("uid", ""))
-    status = obj.get("status") or {}
+    status: dict[str, Any] = obj["status"] if isinstance(obj.get("status"), dict) else {}
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return InvalidPolicy(name, generation, "spec is missing; it needs at least scope_prefix", uid, status)
@@ -241,6 +261,8 @@ def parse(obj: dict[str, Any], *, default_kinds: frozenset[Kind]) -> Policy | In
         parsed = PolicySpec.model_validate(spec)
     except ValidationError as exc:
         return InvalidPolicy(name, generation, _describe(exc), uid, status)
+    except (ValueError, OverflowError) as exc:  # raised inside a validator beyond what pydantic wraps
+        return InvalidPolicy(name, generation, f"spec: {exc}", uid, status)
     kinds = frozenset(parsed.kinds) if parsed.kinds else default_kinds
     return Policy(name=name, generation=generation, spec=parsed, kinds=kinds, uid=uid, status=status)
 

@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.errors import unexpected
 from job.model import policy as policy_api
 from job.model.activity import parse_time
 from job.model.windows import parse_until
@@ -45,26 +46,43 @@ class Wake:
         return self.namespace, self.name
 
 
+#: what to do about a Wake whose end cannot be read
+_FIX = "; fix: set one of spec.duration (e.g. \"3h\") or spec.until (e.g. \"2026-12-24T18:00:00Z\"), or delete the Wake"
+
+
 def _requested_end(spec: dict[str, Any], created: dt.datetime) -> tuple[dt.datetime | None, str]:
     until, duration = spec.get("until"), spec.get("duration")
     if (until is None) == (duration is None):
         return None, "spec needs exactly one of until (RFC 3339) or duration (e.g. 3h)"
+    field_name = "duration" if duration is not None else "until"
     try:
         if duration is not None:
             return created + policy_api.parse_duration(str(duration)), ""
         return parse_until(str(until)), ""
-    except ValueError as exc:
-        return None, f"spec: {exc}"
+    except (ValueError, OverflowError) as exc:  # a creation time near the calendar's end plus a long duration
+        return None, f"spec.{field_name}: {exc}{_FIX}"
 
 
 def parse(obj: dict[str, Any]) -> Wake:
-    """One Wake object from the API as a `Wake` (never raises: a spec it cannot read makes it `invalid`)."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    created = parse_time(meta.get("creationTimestamp")) or dt.datetime.min.replace(tzinfo=dt.UTC)
-    end, invalid = _requested_end(spec or {}, created)
-    return Wake(namespace=str(meta.get("namespace", "")), name=str(meta.get("name", "")), created=created,
-                requested_end=end, requested_by=str((spec or {}).get("requestedBy") or ""),
-                reason=str((spec or {}).get("reason") or ""), uid=str(meta.get("uid", "")),
-                generation=int(meta.get("generation") or 0), invalid=invalid,
+    """One Wake object from the API as a `Wake` (never raises: a spec it cannot read makes it `invalid`, and so
+    does anything unexpected in it, so one person's Wake can never stop a run for everyone)."""
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    try:
+        return _parsed(obj, meta, namespace=namespace, name=name)
+    except Exception as exc:
+        return Wake(namespace=namespace, name=name, created=_NEVER, requested_end=None, uid=str(meta.get("uid", "")),
+                    invalid=f"could not be read: {unexpected(exc)}")
+
+
+_NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def _parsed(obj: dict[str, Any], meta: dict[str, Any], *, namespace: str, name: str) -> Wake:
+    spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    created = parse_time(meta.get("creationTimestamp")) or _NEVER
+    end, invalid = _requested_end(spec, created)
+    return Wake(namespace=namespace, name=name, created=created, requested_end=end,
+                requested_by=str(spec.get("requestedBy") or ""), reason=str(spec.get("reason") or ""),
+                uid=str(meta.get("uid", "")), generation=int(meta.get("generation") or 0), invalid=invalid,
                 status=dict(obj.get("status") or {}))

@@ -105,16 +105,33 @@ def zone(name: str) -> ZoneInfo:
                               f"or \"UTC\"") from None
 
 
+#: the instants an `until` may name: any date a person means is inside, and dates near the ends of the calendar
+#: (year 1, year 9999 with an offset) would leave it when converted to UTC or when a run counts from them
+EARLIEST_UNTIL = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+LATEST_UNTIL = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
+#: the longest `until` text read (RFC 3339 with fractions and an offset is about 35 characters)
+MAX_UNTIL_TEXT = 64
+
+
 def parse_until(text: str) -> dt.datetime:
-    """An RFC 3339 instant with its offset, e.g. 2026-12-24T18:00:00Z."""
+    """An RFC 3339 instant with its offset, e.g. 2026-12-24T18:00:00Z, from 1970 to before the year 9000."""
+    example = "for example \"2026-12-24T18:00:00Z\""
+    if not isinstance(text, str) or len(text) > MAX_UNTIL_TEXT:
+        raise InvalidSchedule(f"{str(text)[:MAX_UNTIL_TEXT]!r}... is not an RFC 3339 date-time, {example}")
     try:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
         value = None
     if value is None or value.tzinfo is None:
-        raise InvalidSchedule(f"{text!r} is not an RFC 3339 date-time with an offset, for example "
-                              f"\"2026-12-24T18:00:00Z\"")
-    return value.astimezone(dt.UTC)
+        raise InvalidSchedule(f"{text!r} is not an RFC 3339 date-time with an offset, {example}")
+    try:
+        instant = value.astimezone(dt.UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is in the year 10000 in UTC
+        instant = None
+    if instant is None or not EARLIEST_UNTIL <= instant < LATEST_UNTIL:
+        raise InvalidSchedule(f"{text!r} is outside the dates nsscaler reads ({EARLIEST_UNTIL:%Y-%m-%d} to "
+                              f"before {LATEST_UNTIL:%Y-%m-%d}), {example}")
+    return instant
 
 
 @dataclass(frozen=True)
