@@ -29,6 +29,7 @@ from job.decide import outcome as outcome_api
 from job.decide import reads, tiers
 from job.decide import wakes as wakes_api
 from job.decide.actions import ActionResult, Verb
+from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged
 from job.decide.drain import frozen_now, reverts
 from job.decide.plan import excluded_owners_of, kinds_in_use, select, sizes_needed
@@ -37,6 +38,7 @@ from job.decide.status import PolicyOutcome, build_status
 from job.errors import ApiError
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN
+from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.snapshot import Snapshot
 
@@ -172,7 +174,7 @@ def _still_waiting(decision: Decision, results: list[ActionResult]) -> frozenset
 def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
     """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
     `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
-    policies = read.policies(kube, settings)
+    policies: Sequence[Policy | InvalidPolicy] = read.policies(kube, settings)
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
     preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
@@ -180,12 +182,14 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         namespaces = read.namespaces(kube)
         wakes = read.wakes(kube)
         handlers = list(kinds.handlers.values())
-        guess = select(policies, namespaces=namespaces, workloads=[], settings=settings, now=now, wakes=wakes)
+        # the first judgement of each policy: one that raises is made invalid here, saying why, and stays so
+        policies, guess = quarantine(policies, lambda ps: select(ps, namespaces=namespaces, workloads=[],
+                                                                 settings=settings, now=now, wakes=wakes))
         workloads = read.workloads(kube, reads.Kinds(
             handlers, kinds_in_use(policies), family=reads.families(policies, handlers, namespaces),
             all_namespaces=len(namespaces), guess=guess))
-        selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now,
-                           wakes=wakes)
+        policies, selection = quarantine(policies, lambda ps: select(ps, namespaces=namespaces, workloads=workloads,
+                                                                     settings=settings, now=now, wakes=wakes))
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
         workloads = read.complete(kube, workloads, needed)
         tiered = tiers.namespaces_to_read(workloads, selection=selection, policies={p.name: p for p in policies})

@@ -24,6 +24,7 @@ _PATHS = {
     "ServiceAccount": ("/api/v1", "serviceaccounts", True),
     "Secret": ("/api/v1", "secrets", True),
     "Event": ("/api/v1", "events", True),
+    "ResourceQuota": ("/api/v1", "resourcequotas", True),
     "Deployment": ("/apis/apps/v1", "deployments", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
@@ -186,6 +187,12 @@ def custom(kind: str, ns: str, name: str, spec: dict[str, Any]) -> dict[str, Any
 def nsscaler(name: str, prefix: str, active: list[str], **extra: Any) -> dict[str, Any]:
     return {"apiVersion": NSSCALER_VERSION, "kind": "NSScaler", "metadata": {"name": name},
             "spec": {"scope_prefix": prefix, "active_namespace_suffixes": active, **extra}}
+
+
+def wake(ns: str, duration: str, *, name: str | None = "w", **spec: Any) -> dict[str, Any]:
+    """A Wake (`name=None`: a generated name)."""
+    meta: dict[str, Any] = {"namespace": ns, **({"name": name} if name else {"generateName": "probe-"})}
+    return {"apiVersion": NSSCALER_VERSION, "kind": "Wake", "metadata": meta, "spec": {"duration": duration, **spec}}
 
 
 class AdminApi:

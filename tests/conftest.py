@@ -23,14 +23,15 @@ from typing import Any
 import pytest
 
 from job.cli import main
-from tests import builders
+from tests import builders, schema_fuzz
 from tests.builders import AdminApi, wait_until
 from tests.cluster import controlplane, tools
 from tests.cluster.__main__ import running
 
 ROOT = Path(__file__).resolve().parent.parent
-CRD = ROOT / "kustomize" / "base" / "crd.yaml"
-WAKE_CRD = ROOT / "kustomize" / "base" / "wake-crd.yaml"
+BASE = ROOT / "kustomize" / "base"
+CRD = BASE / "crd.yaml"
+WAKE_CRD = BASE / "wake-crd.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +73,24 @@ def crd(api: AdminApi, control_plane: controlplane.ControlPlane) -> None:
     wait_until(api.crd_established, timeout=30, what="the NSScaler CRD to be established")
     wait_until(lambda: api.crd_established("wakes.operators.wubw.fun"), timeout=30,
                what="the Wake CRD to be established")
+
+
+@pytest.fixture(scope="session")
+def wake_admission(api: AdminApi, control_plane: controlplane.ControlPlane, crd: None) -> None:
+    """The shipped admission policies and Wake ClusterRoles, and the aggregation into `edit` done."""
+    apply_manifest(control_plane.admin_kubeconfig, BASE / "wake-rbac.yaml")
+    apply_manifest(control_plane.admin_kubeconfig, BASE / "wake-admission.yaml")
+
+    def edit_has_wakes() -> bool:
+        rules = api.get("ClusterRole", "edit").get("rules") or []
+        return any("wakes" in (r.get("resources") or []) for r in rules)
+    wait_until(edit_has_wakes, timeout=60, what="the Wake ClusterRole aggregated into edit")
+
+    def stamped() -> bool:  # the policies take effect a moment after they are created
+        made = api.create(builders.wake("default", "3h", name=None))
+        api.delete("Wake", made["metadata"]["name"], "default")
+        return bool(made["spec"].get("requestedBy"))
+    wait_until(stamped, timeout=60, what="the MutatingAdmissionPolicy to stamp requestedBy")
 
 
 @pytest.fixture
@@ -157,6 +176,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if plane is not None:
             report.sections.append(("control plane logs", plane.log_tails(20)))
     return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if schema_fuzz.TALLIES:
+        terminalreporter.write_line(schema_fuzz.summary())
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -52,7 +52,7 @@ def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
     return sorted((policy_api.parse(o, default_kinds=default_kinds) for o in objs), key=lambda p: p.name)
 
 
-def discover(kube: Kube, settings: Settings, found: list[Policy | InvalidPolicy]) -> Resolution:
+def discover(kube: Kube, settings: Settings, found: Sequence[Policy | InvalidPolicy]) -> Resolution:
     """Handlers for every kind a policy names (suspended ones too: their records must stay readable).
     Custom kinds cost one LIST of CRDs, only in runs where some policy names one."""
     named = {k for p in found if isinstance(p, Policy) for k in p.kinds}

@@ -22,12 +22,12 @@ from typing import Any
 from job.decide import drain, pods, tiers
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
+from job.decide.contain import quarantine
 from job.decide.plan import Plan, excluded_owners_of, make_plan, select
 from job.decide.tiers import TierWait
 from job.errors import unexpected
 from job.model.autoscalers import scaled_object
 from job.model.kinds import MalformedRecord
-from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers, Snapshot
 from job.model.workloads import from_api, with_overhead
@@ -101,32 +101,11 @@ def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
 
 def contained(snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
               within: frozenset[str] | None = None) -> Decision:
-    """`decide`, with an unexpected failure kept to the policy it belongs to: when deciding raises, each policy
-    is decided alone to find the ones that fail on their own; those become invalid, saying what happened
-    (their status, an Event, exit 1, and what they froze stays frozen, as for any invalid policy), and the
-    others are decided as usual. A failure no single policy causes is raised: it is nobody's alone."""
-    try:
-        return decide(snapshot, settings=settings, now=now, within=within)
-    except Exception:
-        failing = _failing_alone(snapshot, settings=settings, now=now, within=within)
-        if not failing:
-            raise
-    policies = tuple(InvalidPolicy(p.name, p.generation, f"could not be served: {failing[p.name]}", p.uid, p.status)
-                     if p.name in failing else p for p in snapshot.policies)
-    return decide(replace(snapshot, policies=policies), settings=settings, now=now, within=within)
-
-
-def _failing_alone(snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
-                   within: frozenset[str] | None) -> dict[str, str]:
-    """The policies whose decision raises with no other serving policy beside them, and what each raised."""
-    failing = {}
-    invalid = tuple(p for p in snapshot.policies if not isinstance(p, Policy))
-    for policy in (p for p in snapshot.policies if isinstance(p, Policy)):
-        try:
-            decide(replace(snapshot, policies=(*invalid, policy)), settings=settings, now=now, within=within)
-        except Exception as exc:
-            failing[policy.name] = unexpected(exc)
-    return failing
+    """`decide`, with an unexpected failure kept to the policy it belongs to (`job.decide.contain`): that policy is
+    decided as invalid, saying what happened, and the others as usual."""
+    _, decision = quarantine(snapshot.policies, lambda policies: decide(
+        replace(snapshot, policies=tuple(policies)), settings=settings, now=now, within=within))
+    return decision
 
 
 def in_tiers(plan: Plan, *, snapshot: Snapshot, now: dt.datetime) -> Plan:

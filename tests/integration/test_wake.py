@@ -24,35 +24,13 @@ from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
 from job.model.settings import Settings
 from job.report import namespace_table
 from tests import builders
-from tests.builders import AdminApi, wait_until
+from tests.builders import AdminApi
 from tests.cluster import controlplane, pki
-from tests.conftest import ROOT, apply_manifest, kubectl
+from tests.conftest import ROOT, kubectl
 from tests.faults import FaultProxy
 
 BASE = ROOT / "kustomize" / "base"
 SIZES = {"Deployment": 3, "StatefulSet": 2}
-
-
-@pytest.fixture(scope="session")
-def wake_admission(api: AdminApi, control_plane: controlplane.ControlPlane, crd: None) -> None:
-    """The shipped admission policies and Wake ClusterRoles, and the aggregation into `edit` done."""
-    apply_manifest(control_plane.admin_kubeconfig, BASE / "wake-rbac.yaml")
-    apply_manifest(control_plane.admin_kubeconfig, BASE / "wake-admission.yaml")
-    def edit_has_wakes() -> bool:
-        rules = api.get("ClusterRole", "edit").get("rules") or []
-        return any("wakes" in (r.get("resources") or []) for r in rules)
-    wait_until(edit_has_wakes, timeout=60, what="the Wake ClusterRole aggregated into edit")
-    def stamped() -> bool:  # the policies take effect a moment after they are created
-        made = api.create(wake_obj("default", "3h", name=None))
-        api.delete("Wake", made["metadata"]["name"], "default")
-        return bool(made["spec"].get("requestedBy"))
-    wait_until(stamped, timeout=60, what="the MutatingAdmissionPolicy to stamp requestedBy")
-
-
-def wake_obj(ns: str, duration: str, *, name: str | None = "w", **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"namespace": ns, **({"name": name} if name else {"generateName": "probe-"})}
-    return {"apiVersion": builders.NSSCALER_VERSION, "kind": "Wake", "metadata": meta,
-            "spec": {"duration": duration, **spec}}
 
 
 def plugin(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -78,6 +56,13 @@ class User:
         s.trust_env, s.cert, s.verify = False, (str(self.cert), str(self.key)), str(self.plane.ca_cert)
         url = f"{self.plane.server}/apis/{builders.NSSCALER_VERSION}/namespaces/{obj['metadata']['namespace']}/wakes"
         return s.post(url, json=obj, timeout=30)
+
+    def patch_wake(self, ns: str, name: str, body: dict[str, Any]) -> requests.Response:
+        """A merge patch of a Wake as this user (`None` removes a field)."""
+        s = requests.Session()
+        s.trust_env, s.cert, s.verify = False, (str(self.cert), str(self.key)), str(self.plane.ca_cert)
+        url = f"{self.plane.server}/apis/{builders.NSSCALER_VERSION}/namespaces/{ns}/wakes/{name}"
+        return s.patch(url, json=body, timeout=30, headers={"Content-Type": "application/merge-patch+json"})
 
 
 @pytest.fixture
@@ -130,7 +115,7 @@ def created(obj: dict[str, Any]) -> dt.datetime:
 
 def grant_edit(api: AdminApi, ns: str, user: User) -> None:
     api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                "metadata": {"name": "edit", "namespace": ns},
+                "metadata": {"name": f"edit-{user.name}", "namespace": ns},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}]})
 
@@ -188,18 +173,51 @@ def test_only_edit_may_wake_and_the_requester_cannot_be_forged(api: AdminApi, pe
     refused = bob.plugin("wake", "-n", ns, "--for", "3h")
     assert refused.returncode == 1 and "forbidden" in refused.stderr, refused.stderr
     assert f'User "{bob.name}" cannot create resource "wakes"' in refused.stderr
-    forged = alice.post(wake_obj(ns, "3h", name="forged", requestedBy=bob.name))
+    forged = alice.post(builders.wake(ns, "3h", name="forged", requestedBy=bob.name))
     assert forged.status_code == 403, forged.text
     assert "spec.requestedBy must be the requesting user" in forged.text
-    own = alice.post(wake_obj(ns, "3h", name="own", requestedBy=alice.name))  # her own name is no forgery
+    own = alice.post(builders.wake(ns, "3h", name="own", requestedBy=alice.name))  # her own name is no forgery
     assert own.status_code == 201, own.text
     assert [w["metadata"]["name"] for w in api.list("Wake", ns)] == ["own"]
     # even cluster-admin cannot change alice's wake under her name (deleting it is another matter)
     taken = api.http.patch(api.url("Wake", ns, "own"), json={"spec": {"duration": "8h"}}, timeout=30,
                            headers={"Content-Type": "application/merge-patch+json"})
-    assert taken.status_code == 403 and "spec.requestedBy must be the requesting user" in taken.text
+    assert taken.status_code == 403 and f"only {alice.name}, who asked for this Wake, may change its spec" in taken.text
     relabelled = api.patch("Wake", "own", {"metadata": {"labels": {"team": "shop"}}}, namespace=ns)
     assert relabelled["spec"] == {"duration": "3h", "requestedBy": alice.name}
+
+
+@pytest.mark.usefixtures("wake_admission")
+def test_two_editors_neither_takes_over_nor_stretches_the_others_wake(api: AdminApi, control_plane, people, prefix):
+    """Two people with `edit` in one namespace: who asked for a Wake stays on its record whatever the other does,
+    only its requester may change its spec, and no edit stretches it past the policy's cap."""
+    ns, policy = shop(api, prefix, max_duration="2h")
+    alice, bob = people["alice"], people["bob"]
+    for person in (alice, bob):
+        grant_edit(api, ns, person)
+    made = alice.post(builders.wake(ns, "1h", name="alices"))
+    assert made.status_code == 201, made.text
+    born = created(made.json())
+
+    cleared = bob.patch_wake(ns, "alices", {"spec": {"requestedBy": None}})  # stamped again, as bob, if allowed
+    assert cleared.status_code == 422, cleared.text
+    assert "spec.requestedBy cannot be changed once set; it names who asked for the Wake" in cleared.text
+    renamed = bob.patch_wake(ns, "alices", {"spec": {"requestedBy": bob.name}})
+    assert renamed.status_code == 422 and "cannot be changed once set" in renamed.text, renamed.text
+    stretched = bob.patch_wake(ns, "alices", {"spec": {"duration": "720h"}})
+    assert stretched.status_code == 403, stretched.text
+    assert f"only {alice.name}, who asked for this Wake, may change its spec" in stretched.text
+    assert f"(you are {bob.name})" in stretched.text
+    assert api.get("Wake", "alices", ns)["spec"] == {"duration": "1h", "requestedBy": alice.name}
+
+    own = alice.patch_wake(ns, "alices", {"spec": {"duration": "720h"}})  # her own, 30 days: allowed, and capped
+    assert own.status_code == 200, own.text
+    run_at(control_plane, dt.datetime.now(dt.UTC))
+    status = only_wake(api, ns)["status"]
+    assert (status["state"], status["capped"]) == ("Active", True)
+    assert status["appliedUntil"] == (born + dt.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"capped at 2h by NSScaler {policy}" in status["message"]
+    assert only_wake(api, ns)["spec"]["requestedBy"] == alice.name
 
 
 @pytest.mark.usefixtures("wake_admission")
@@ -232,7 +250,7 @@ def test_a_wake_past_the_cap_runs_until_the_cap_and_says_so(api: AdminApi, contr
     ns, policy = shop(api, prefix, max_duration="8h")
     now = dt.datetime.now(dt.UTC)
     run_at(control_plane, now)
-    wake = api.create(wake_obj(ns, "720h", reason="a month off"))  # 30 days
+    wake = api.create(builders.wake(ns, "720h", reason="a month off"))  # 30 days
     cap_end = created(wake) + dt.timedelta(hours=8)
 
     run_at(control_plane, now)
@@ -253,7 +271,7 @@ def test_a_policy_that_does_not_allow_wakes_ignores_them_and_says_why(api: Admin
     ns, policy = shop(api, prefix, allowed=False)
     now = dt.datetime.now(dt.UTC)
     run_at(control_plane, now)
-    api.create(wake_obj(ns, "1h"))
+    api.create(builders.wake(ns, "1h"))
     run_at(control_plane, now)
     assert sizes(api, ns) == frozen(policy)
     status = only_wake(api, ns)["status"]

@@ -5,6 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
+import pytest
+
+from job.decide import contain
+from job.decide import decision as decision_api
+from job.decide import plan as plan_api
+from job.decide import selection as selection_api
 from job.decide.actions import Action, Verb
 from job.decide.decision import again, decide
 from job.model.kinds import Kind, ReplicasHandler
@@ -73,3 +79,56 @@ def test_a_freeze_decided_again_after_a_409_records_the_footprint_with_its_runti
     unknown = dataclasses.replace(snapshot, overheads=None)  # the overheads were never read: none recorded
     action = again(freeze, fresh, decision=decision, snapshot=unknown, settings=settings(), now=NOW)
     assert isinstance(action, Action) and ANNOTATION_FREED not in action.patch["metadata"]["annotations"]
+
+
+def test_a_policy_whose_decision_raises_is_invalid_and_the_others_are_decided(monkeypatch):
+    def decide_with(policies):
+        return decide(dataclasses.replace(snapshot, policies=tuple(policies)), settings=settings(), now=NOW)
+    real = selection_api._schedule_state
+
+    def raises_for_b(p, now):
+        if p.name == "b":
+            raise OverflowError("date value out of range")
+        return real(p, now)
+
+    monkeypatch.setattr(selection_api, "_schedule_state", raises_for_b)
+    snapshot = Snapshot(policies=(policy("a", "shop-", ["v3"]), policy("b", "other", [])), namespaces=FAMILY,
+                        workloads=(workload("shop-v1"), workload("other")), autoscalers=Autoscalers())
+    decision = decision_api.contained(snapshot, settings=settings(), now=NOW)
+    assert [w.action.workload.namespace for step in decision.steps for w in step] == ["shop-v1"]
+    assert list(decision.plan.policies) == ["a"]  # b is invalid now: the run's outcome says why
+    monkeypatch.setattr(selection_api, "_schedule_state", real)
+    quarantined = contain.failing_alone(snapshot.policies, decide_with)
+    assert quarantined == {}
+    monkeypatch.setattr(selection_api, "_schedule_state", raises_for_b)
+    found = contain.failing_alone(snapshot.policies, decide_with)
+    assert list(found) == ["b"] and found["b"].startswith("OverflowError: date value out of range")
+
+
+def test_a_failure_no_single_policy_causes_is_raised(monkeypatch):
+    def always(p, now):
+        raise RuntimeError("everyone's")
+
+    monkeypatch.setattr(selection_api, "_schedule_state", always)
+    snapshot = Snapshot(policies=(), namespaces=FAMILY, workloads=(), autoscalers=Autoscalers())
+    decision_api.contained(snapshot, settings=settings(), now=NOW)  # no policy: nothing raises
+    monkeypatch.setattr(decision_api, "select", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("everyone's")))
+    with pytest.raises(RuntimeError, match="everyone's"):
+        decision_api.contained(snapshot, settings=settings(), now=NOW)
+
+
+def test_a_workload_whose_judgement_raises_is_a_problem_on_it_and_the_others_are_planned(monkeypatch):
+    real = plan_api._Judge._hold
+
+    def raises_for_api(self, w, holder):
+        if w.name == "api":
+            raise ValueError("odd")
+        return real(self, w, holder)
+
+    monkeypatch.setattr(plan_api._Judge, "_hold", raises_for_api)
+    snapshot = Snapshot(policies=(policy("p", "shop-", ["v3"]),), namespaces=FAMILY,
+                        workloads=(workload("shop-v1"), workload("shop-v1", "api", 3)), autoscalers=Autoscalers())
+    decision = decide(snapshot, settings=settings(), now=NOW)
+    assert [w.action.workload.name for step in decision.steps for w in step] == ["web"]
+    [problem] = decision.problems
+    assert problem.policy == "p" and "ValueError: odd" in problem.message and "left as it is" in problem.message
