@@ -10,6 +10,7 @@ them); the other half go past it (the API server must refuse them, with a messag
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import random
 import re
@@ -40,10 +41,13 @@ def summary() -> str:
 
 #: a CEL rule that says a string must match a regex
 _MATCHES = re.compile(r"self\.matches\('((?:[^'\\]|\\.)*)'\)")
+#: a CEL rule that says exactly one of two fields is set
+_ONE_OF = re.compile(r"has\(self\.(\w+)\)\s*!=\s*has\(self\.(\w+)\)")
 #: longer than any limit nsscaler or the CRDs state, short enough to send many
 LONG = 3000
 
-_NON_ASCII = st.sampled_from(["ß", "é", "日本", "🙂", "\u200b", "\u0000", "ǅ", "Ⅻ", "²", "٣", "\ufeff"])
+_NON_ASCII = st.lists(st.sampled_from(["ß", "é", "日本", "🙂", "\u200b", "\u0000", "ǅ", "Ⅻ", "²", "٣", "\ufeff"]),
+                      min_size=1, max_size=8).map("".join)
 _EDGE_INTS = st.sampled_from([0, -1, 1, 2**31 - 1, 2**31, -(2**31), 2**53 + 1, 2**63 - 1, -(2**63)])
 _EDGE_DATES = st.sampled_from([
     "9999-12-31T23:59:59-01:00", "9999-12-31T23:59:59Z", "0001-01-01T00:00:00+01:00", "0001-01-01T00:00:00Z",
@@ -52,12 +56,18 @@ _EDGE_DATES = st.sampled_from([
     "2026-12-04 18:00:00Z", "2026-12-04T18:00:00", "2026-13-01T00:00:00Z", "not-a-date", ""])
 
 
-def _dates() -> st.SearchStrategy[str]:
-    """RFC 3339 date-times anywhere in the calendar, with any offset a writer could type."""
+def _dates(*, lawful: bool) -> st.SearchStrategy[str]:
+    """RFC 3339 date-times with any offset a writer could type: from 1970 to 8999 when `lawful` (the range the
+    CRDs admit, its ends included), else anywhere in the calendar and not always RFC 3339."""
     offsets = st.one_of(st.just("Z"), st.builds(lambda sign, h, m: f"{sign}{h:02}:{m:02}",
                                                 st.sampled_from("+-"), st.integers(0, 23), st.integers(0, 59)))
-    instants = st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S"))
-    return st.one_of(_EDGE_DATES, st.builds(lambda when, off: when + off, instants, offsets))
+    low, high = (dt.datetime(1971, 1, 1), dt.datetime(8998, 12, 31)) if lawful else (dt.datetime.min, dt.datetime.max)
+    instants = st.datetimes(min_value=low, max_value=high).map(lambda d: f"{d.year:04}-{d:%m-%dT%H:%M:%S}")
+    written = st.builds(lambda when, off: when + off, instants, offsets)
+    if lawful:
+        return st.one_of(written, st.sampled_from(["1970-01-01T00:00:00Z", "8999-12-31T23:59:59Z",
+                                                   "2026-12-04T18:00:00.123456789Z", "2026-12-04T18:00:00+23:59"]))
+    return st.one_of(_EDGE_DATES, written)
 
 
 def _durations() -> st.SearchStrategy[str]:
@@ -66,78 +76,120 @@ def _durations() -> st.SearchStrategy[str]:
                      st.sampled_from("dhms"))
     return st.one_of(st.lists(part, min_size=1, max_size=6).map("".join),
                      st.sampled_from(["0s", "3000000d", "99999999999999999999d", "-3h", "3H", "1.5h", "3", "h",
-                                      "9" * 4400 + "s", "1h 30m", "P1D"]))
+                                      "1h 30m", "P1D"]),
+                     st.just(4400).map(lambda n: "9" * n + "s"))
 
 
-def _strings(schema: Mapping[str, Any]) -> st.SearchStrategy[str]:
+def _strings(schema: Mapping[str, Any], *, lawful: bool) -> st.SearchStrategy[str]:
     low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
     regexes = [schema["pattern"]] if "pattern" in schema else []
     regexes += [m.group(1).replace("\\\\", "\\") for rule in schema.get("x-kubernetes-validations") or ()
                 for m in [_MATCHES.search(str(rule.get("rule", "")))] if m]
-    kept = []
+    shaped = [st.from_regex(regex, fullmatch=True).filter(lambda s: high is None or low <= len(s) <= high)
+              for regex in regexes]
     if schema.get("format") == "date-time":
-        kept.append(_dates())
-    for regex in regexes:
-        kept.append(st.from_regex(regex, fullmatch=True).filter(lambda s: high is None or len(s) <= high))
-        if "[dhms]" in regex:
-            kept.append(_durations())
+        shaped.append(_dates(lawful=lawful))
     if "enum" in schema:
-        kept.append(st.sampled_from(schema["enum"]))
-    kept.append(st.text(min_size=low, max_size=min(high or 64, 64)))
-    edges = [st.just(""), st.text(_NON_ASCII, min_size=1, max_size=8), st.just("x" * LONG),
+        shaped.append(st.sampled_from(schema["enum"]))
+    if any("[dhms]" in regex for regex in regexes) and not lawful:
+        shaped.append(_durations())
+    if not shaped:  # free text: within its limits, at them, and not ASCII
+        limit = min(int(high), LONG) if high is not None else 64
+        shaped += [st.text(min_size=low, max_size=min(limit, 64)), _NON_ASCII.filter(lambda s: low <= len(s) <= limit),
+                   st.just(limit).map(lambda n: "a" * n)]
+    if lawful:
+        return st.one_of(*shaped)
+    # long values are built when drawn (`map`), so that the strategy's own description stays short
+    edges = [st.just(""), _NON_ASCII, st.just(LONG).map(lambda n: "x" * n),
              st.from_regex(r"[0-9]{1,60}", fullmatch=True), st.from_regex(r"-[0-9]{1,30}", fullmatch=True)]
     if high is not None:
-        edges += [st.just("a" * int(high)), st.just("a" * (int(high) + 1))]
-    return st.one_of(st.one_of(*kept), st.one_of(*edges))
+        edges.append(st.sampled_from([int(high), int(high) + 1]).map(lambda n: "a" * n))
+    return st.one_of(st.one_of(*shaped), st.one_of(*edges))
 
 
-def _integers(schema: Mapping[str, Any]) -> st.SearchStrategy[int]:
+def _integers(schema: Mapping[str, Any], *, lawful: bool) -> st.SearchStrategy[int]:
     low, high = schema.get("minimum"), schema.get("maximum")
-    edges = [_EDGE_INTS] + [st.just(v) for bound in (low, high) if bound is not None for v in (bound - 1, bound,
-                                                                                            bound + 1)]
-    inside = st.integers(min_value=low, max_value=high)
-    return st.one_of(inside, *edges)
+    bounds = [b for b in (low, high) if b is not None]
+    inside = st.one_of(st.integers(min_value=low, max_value=high), *(st.just(b) for b in bounds))
+    if lawful:
+        return inside
+    return st.one_of(inside, _EDGE_INTS, *(st.just(b + step) for b in bounds for step in (-1, 1)))
 
 
-def _arrays(schema: Mapping[str, Any], *, depth: int) -> st.SearchStrategy[list[Any]]:
-    items = strategy(schema.get("items") or {}, depth=depth + 1)
+def _arrays(schema: Mapping[str, Any], *, depth: int, lawful: bool) -> st.SearchStrategy[list[Any]]:
+    items = strategy(schema.get("items") or {}, depth=depth + 1, lawful=lawful)
     low, high = int(schema.get("minItems", 0)), schema.get("maxItems")
-    sizes = [st.lists(items, min_size=low, max_size=min(int(high or 5), 5))]
+    unique = lawful and schema.get("x-kubernetes-list-type") == "set"
+    top = min(int(high), 5) if high is not None else 5
+    sizes = [st.lists(items, min_size=low, max_size=max(low, top), unique_by=repr if unique else None)]
+    if lawful:
+        return st.one_of(*sizes)
     if low:
         sizes.append(st.just([]))
     if high is not None:  # at the limit and one past it: one value repeated keeps the list cheap to build
-        sizes.append(items.flatmap(lambda one: st.sampled_from([[one] * int(high), [one] * (int(high) + 1)])))
+        at_limit = st.tuples(items, st.sampled_from([int(high), int(high) + 1]))
+        sizes.append(at_limit.map(lambda pair: [pair[0]] * pair[1]))
     sizes.append(items.map(lambda one: [one, one]))  # a duplicate, in a list that may be a set
     return st.one_of(*sizes)
 
 
-def _objects(schema: Mapping[str, Any], *, depth: int) -> st.SearchStrategy[dict[str, Any]]:
+def _objects(schema: Mapping[str, Any], *, depth: int, lawful: bool) -> st.SearchStrategy[dict[str, Any]]:
     properties = schema.get("properties") or {}
     required = set(schema.get("required") or ())
-    fields = {name: strategy(sub, depth=depth + 1) for name, sub in properties.items()}
+    fields = {name: strategy(sub, depth=depth + 1, lawful=lawful) for name, sub in properties.items()}
     whole = st.fixed_dictionaries({k: v for k, v in fields.items() if k in required},
                                   optional={k: v for k, v in fields.items() if k not in required})
-    unknown = whole.flatmap(lambda obj: st.just({**obj, "unknown_field": "x"}))  # pruned or refused: never read
-    return st.one_of(whole, whole, whole, unknown)
+    if lawful:  # what a rule across fields allows too: of "exactly one of a, b", one
+        pairs = [m.groups() for rule in schema.get("x-kubernetes-validations") or ()
+                 for m in [_ONE_OF.search(str(rule.get("rule", "")))] if m]
+        return whole.flatmap(lambda obj: _one_of_each(obj, pairs, fields)) if pairs else whole
+    # now and then a field the schema does not know: pruned or refused, never read
+    return st.tuples(whole, st.integers(0, 3)).map(lambda pair: {**pair[0], "unknown_field": "x"} if pair[1] == 0
+                                                   else pair[0])
 
 
-def strategy(schema: Mapping[str, Any], *, depth: int = 0) -> st.SearchStrategy[Any]:
-    """Values for one schema node: mostly of its type, now and then of another (the API server refuses them)."""
+def _one_of_each(obj: dict[str, Any], pairs: list[tuple[str, ...]],
+                 fields: Mapping[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """`obj` with exactly one field of each pair: the first when both or neither are there (drawn anew if absent)."""
+    drawn: dict[str, st.SearchStrategy[Any]] = {}
+    kept = dict(obj)
+    for first, second in pairs:
+        if (first in kept) == (second in kept):
+            kept.pop(second, None)
+            if first not in kept:
+                drawn[first] = fields[first]
+    return st.fixed_dictionaries(drawn).map(lambda more: {**kept, **more})
+
+
+def strategy(schema: Mapping[str, Any], *, depth: int = 0, lawful: bool = False) -> st.SearchStrategy[Any]:
+    """Values for one schema node. `lawful`: only what its schema states (types, limits, shapes; at the limits
+    too), which the API server admits unless a rule across fields says otherwise; else also past every limit,
+    now and then of another type."""
     kind = schema.get("type")
     if kind == "object" and depth < 6:
-        typed: st.SearchStrategy[Any] = _objects(schema, depth=depth)
+        typed: st.SearchStrategy[Any] = _objects(schema, depth=depth, lawful=lawful)
     elif kind == "array" and depth < 6:
-        typed = _arrays(schema, depth=depth)
+        typed = _arrays(schema, depth=depth, lawful=lawful)
     elif kind == "string":
-        typed = _strings(schema)
+        typed = _strings(schema, lawful=lawful)
     elif kind == "integer":
-        typed = _integers(schema)
+        typed = _integers(schema, lawful=lawful)
     elif kind == "boolean":
         typed = st.booleans()
     else:
         typed = st.none()
+    if lawful:
+        return typed
     wrong = st.sampled_from([None, "true", 1, [], {}, 1.5])
-    return st.one_of(typed, typed, typed, typed, typed, typed, typed, typed, typed, wrong)
+    # one value in ten of another type; each strategy named once, or its description grows with every level
+    return st.integers(0, 9).flatmap(lambda i: wrong if i == 0 else typed)
+
+
+def specs(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    """Three in four lawful (mostly admitted: nsscaler must serve or report them), the others hostile (mostly
+    refused, with a message)."""
+    lawful, hostile = strategy(schema, lawful=True), strategy(schema)
+    return st.integers(0, 3).flatmap(lambda i: hostile if i == 0 else lawful)
 
 
 def spec_schema(crd: Mapping[str, Any]) -> dict[str, Any]:
