@@ -31,8 +31,8 @@ class Conflict(ApiError):
 
 def unexpected(exc: BaseException) -> str:
     """One line for an exception nobody expected, caught at the boundary of one object (a policy, a Wake, a
-    workload) so that the rest of the run goes on: what it was, and what to do."""
+    workload) so that the rest of the run goes on, or at the run's own: what it was, and what to do."""
     text = " ".join(str(exc).split())
     text = text if len(text) <= 200 else text[:200] + "..."
-    return f"{type(exc).__name__}: {text or 'no message'} (an unexpected error in nsscaler: please report it " \
-           f"with this message; the rest of the run went on)"
+    return f"{type(exc).__name__}: {text or 'no message'} (an unexpected error in nsscaler: please report it with " \
+           f"this message)"

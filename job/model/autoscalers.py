@@ -79,8 +79,11 @@ def _paused(obj: dict[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
-def scale_target(namespace: str, ref: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(namespace, group, kind, name) of a scaleTargetRef; KEDA and the HPA default to apps/v1 Deployment."""
+def scale_target(namespace: str, ref: object) -> tuple[str, str, str, str]:
+    """(namespace, group, kind, name) of a scaleTargetRef; KEDA and the HPA default to apps/v1 Deployment. A ref
+    that is not an object (KEDA's CRD may be installed without its schema) targets nothing."""
+    if not isinstance(ref, dict):
+        return namespace, "", "", ""
     api_version = str(ref.get("apiVersion") or "apps/v1")
     group = api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
     return namespace, group, str(ref.get("kind") or "Deployment"), str(ref.get("name", ""))
@@ -99,4 +102,5 @@ class ScaledObject:
 
 def scaled_object(obj: dict[str, Any]) -> ScaledObject:
     w = from_api(SCALED_OBJECTS, obj)
-    return ScaledObject(w, _paused(obj), scale_target(w.namespace, (obj.get("spec") or {}).get("scaleTargetRef") or {}))
+    spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    return ScaledObject(w, _paused(obj), scale_target(w.namespace, spec.get("scaleTargetRef") or {}))

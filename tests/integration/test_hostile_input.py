@@ -4,6 +4,7 @@ reported on the object it came from while every other policy is served in the sa
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +17,8 @@ import yaml
 from job.decide import plan as plan_api
 from job.decide import selection as selection_api
 from job.decide import wakes as wakes_api
-from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
-from tests import builders
+from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
+from tests import builders, crds
 from tests.builders import AdminApi, wait_until
 from tests.conftest import CRD, WAKE_CRD, apply_manifest
 from tests.schema_fuzz import without_bounds
@@ -170,3 +171,34 @@ def test_an_unexpected_error_stays_with_its_policy_wake_or_workload(api: AdminAp
     assert any("deployment/boom" in f and "ZeroDivisionError: injected into one workload" in f for f in failures)
     wake = api.get("Wake", "odd", served)["status"]
     assert wake["state"] == "Ignored" and wake["message"].startswith("could not be judged: KeyError")
+
+
+def test_odd_objects_anywhere_in_the_cluster_are_served_or_reported(api: AdminApi, run_job, prefix):
+    """What nsscaler reads from the cluster at large, as a careless or hostile writer may leave it: a /scale whose
+    replica field is missing, a string or huge, ScaledObjects whose fields have other types, an HPA aimed at
+    something that does not exist. The run never crashes; the Deployment beside them is served."""
+    crds.install(api, [*crds.TEST_KINDS, crds.SCALED_OBJECT])
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.deployment(ns, "web", 3))
+    odd = [builders.custom("Pool", ns, "stringy", {"workers": "three"}), builders.custom("Pool", ns, "bare", {}),
+           builders.custom("Pool", ns, "deep", {"workers": {"count": {"of": 3}}}),
+           builders.custom("Fleet", ns, "words", {"replicas": "two"}),
+           builders.custom("Fleet", ns, "huge", {"replicas": 2**62}),
+           builders.custom("Fleet", ns, "negative", {"replicas": -3}),
+           {**builders.scaled_object(ns, "flat", "web", annotations={ANNOTATION_KEDA_PAUSED: "many"}),
+            "spec": {"scaleTargetRef": "web"}},
+           {**builders.scaled_object(ns, "listed", "web"), "spec": {"scaleTargetRef": {"name": ["web"]}}},
+           builders.scaled_object(ns, "nameless", ""),
+           builders.hpa(ns, "aimless", "nothing-here", min_replicas=1)]
+    admitted = [obj["metadata"]["name"] for obj in odd if post(api, obj).status_code == 201]  # the server refuses some
+    assert {"bare", "flat", "listed", "nameless", "aimless"} <= set(admitted), admitted
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Deployment", "Pool.test.nsscaler.io",
+                                                                  "Fleet.test.nsscaler.io"]))
+    for _ in range(2):  # the freeze, then the steady state
+        result = run_job()
+        assert result.exit_code in (0, 1) and "Traceback" not in result.stderr, result.stderr
+        assert frozen_with_record(api, ns), result.stderr
+        said = json.dumps([result.report["problems"], api.status(f"{prefix}p").get("failures")])
+        if result.exit_code == 1:
+            assert any(name in said for name in admitted), said
