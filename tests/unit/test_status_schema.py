@@ -1,0 +1,43 @@
+"""The status nsscaler writes and the CRD's status schema name the same fields: a figure added to one and not the
+other fails here, naming the field and the file to change (an unknown field would be pruned by the API server,
+silently; a field in the schema that nothing writes is a promise nobody keeps)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from job.decide.status import PolicyOutcome, build_status
+from tests.conftest import CRD
+
+NOW = dt.datetime(2026, 12, 4, 9, 0, tzinfo=dt.UTC)
+SCHEMA = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+
+
+def _unknown(value: Any, schema: dict[str, Any], where: str) -> Iterator[str]:
+    """Every key of `value` (at any depth) that `schema` does not declare."""
+    if isinstance(value, dict) and "properties" in schema:
+        for key, item in value.items():
+            if key not in schema["properties"]:
+                yield f"{where}.{key}"
+            else:
+                yield from _unknown(item, schema["properties"][key], f"{where}.{key}")
+    elif isinstance(value, list) and "items" in schema:
+        for item in value:
+            yield from _unknown(item, schema["items"], f"{where}[]")
+
+
+def test_every_status_field_written_is_in_the_crd_status_schema():
+    body = build_status(PolicyOutcome("p", 1, held=["shop-v1"], active=["shop-v2"]), now=NOW, list_limit=20)
+    assert list(_unknown(body, SCHEMA, "status")) == [], "add these to kustomize/base/crd.yaml's status schema"
+
+
+def test_every_count_and_top_level_field_of_the_schema_is_written():
+    body = build_status(PolicyOutcome("p", 1), now=NOW, list_limit=20)
+    assert sorted(SCHEMA["properties"]["counts"]["properties"]) == sorted(body["counts"]), \
+        "status.counts in kustomize/base/crd.yaml and build_status (job/decide/status.py) differ"
+    assert sorted(SCHEMA["properties"]) == sorted(body), \
+        "status in kustomize/base/crd.yaml and build_status (job/decide/status.py) differ"
