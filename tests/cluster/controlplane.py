@@ -1,7 +1,8 @@
 """Start and stop one local control plane (etcd, kube-apiserver, kube-controller-manager) on loopback.
 
 Everything a control plane owns lives in its state folder: certificates, etcd data, component logs and
-`state.json` (ports and pids), so `stop()` kills exactly the processes it started, from any process.
+`state.json` (ports, pids and the processes' start times), so `stop()` kills exactly the processes it started,
+from any process.
 There is no scheduler and no kubelet: Pods stay Pending, which is all nsscaler needs (it counts them).
 """
 
@@ -70,6 +71,9 @@ class ControlPlane:
     admin_key: Path
     admin_kubeconfig: Path
     pids: dict[str, int] = field(default_factory=dict)
+    #: each process's start time (`process_start`): what makes a recorded pid still ours
+    started: dict[str, int] = field(default_factory=dict)
+    #: the build each component runs, for whoever reads state.json
     binaries: dict[str, str] = field(default_factory=dict)
     #: started by `make cluster-up` to outlive the command; a test run must not tie its processes to itself
     detached: bool = False
@@ -94,15 +98,13 @@ class ControlPlane:
         return s
 
     def _process_alive(self, name: str) -> bool:
-        pid = self.pids.get(name)
-        if not pid:
-            return False
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        # Guard against a recycled pid: it must still be our binary.
-        return self.binaries.get(name, name).encode() in cmdline
+        return name in self.pids and is_running(self.pids[name], self.started.get(name))
+
+    def _launch(self, name: str, args: list[str]) -> None:
+        """Start one component and record it (pid and start time) before anything waits for it."""
+        self.pids[name], self.started[name] = _spawn(args, self.state_dir / f"{name}.log",
+                                                     die_with_parent=not self.detached)
+        self.save()
 
     def is_alive(self) -> bool:
         return all(self._process_alive(name) for name in self.pids)
@@ -128,7 +130,7 @@ class ControlPlane:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
             if self._process_alive(name):
                 _terminate(self.pids[name])
-        self.pids = {}
+        self.pids, self.started = {}, {}
         if remove_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
@@ -138,10 +140,7 @@ class ControlPlane:
 
     def start_apiserver(self) -> None:
         """Start the API server again with the flags it was first started with; wait until it is ready."""
-        args = json.loads((self.state_dir / "kube-apiserver.args.json").read_text())
-        self.pids["kube-apiserver"] = _spawn(args, self.state_dir / "kube-apiserver.log",
-                                             die_with_parent=not self.detached)
-        self.save()
+        self._launch("kube-apiserver", json.loads((self.state_dir / "kube-apiserver.args.json").read_text()))
         _wait_for(self.is_ready, what="kube-apiserver /readyz after restart", plane=self)
 
     def restart_apiserver(self, *, down_seconds: float = 0.0) -> None:
@@ -201,12 +200,45 @@ def _terminate(pid: int, grace: float = 10.0) -> None:
             os.waitpid(pid, 0)
 
 
-def _spawn(args: list[str], log: Path, *, die_with_parent: bool) -> int:
+def parse_stat(stat: str) -> tuple[str, int]:
+    """(state, start time) from the text of /proc/<pid>/stat. The command name, in parentheses, may hold spaces and
+    parentheses itself: the fields are counted from the last ')'. The start time is field 22, in clock ticks since
+    boot."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[19])
+
+
+def read_stat(pid: int) -> tuple[str, int] | None:
+    """`parse_stat` of a process; None if there is no process `pid`."""
+    try:
+        return parse_stat(Path(f"/proc/{pid}/stat").read_text())
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_start(pid: int) -> int:
+    """When a process this one just started began: the kernel sets it at fork and exec keeps it, so unlike
+    /proc/<pid>/cmdline (empty until exec has laid out the new program's arguments, which on a busy machine is
+    milliseconds after Popen returned) it is right from the first instant; a recycled pid has another one."""
+    stat = read_stat(pid)
+    if stat is None:  # a child stays in /proc (a zombie at worst) until it is waited for
+        raise RuntimeError(f"process {pid} vanished before it was waited for")
+    return stat[1]
+
+
+def is_running(pid: int, started: int | None) -> bool:
+    """Whether `pid` is still the process that began at `started` (`process_start`) and has not exited."""
+    stat = read_stat(pid)
+    return started is not None and stat is not None and stat[1] == started and stat[0] not in ("Z", "X")
+
+
+def _spawn(args: list[str], log: Path, *, die_with_parent: bool) -> tuple[int, int]:
+    """The pid and start time of a new process running `args`, its output appended to `log`."""
     with log.open("ab") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True,
                                 preexec_fn=_die_with_parent if die_with_parent else None)  # noqa: PLW1509 (no threads yet)
-    return proc.pid
+    return proc.pid, process_start(proc.pid)
 
 
 def _how_it_ended(pid: int) -> str:
@@ -215,8 +247,8 @@ def _how_it_ended(pid: int) -> str:
         waited, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         return "gone (not a child of this process)"
-    if waited == 0:
-        return "running, but not the program it was"
+    if waited == 0:  # our child cannot have a recycled pid before it is waited for
+        return "running, but not with the start time recorded for it"
     if os.WIFSIGNALED(status):
         return f"killed by signal {os.WTERMSIG(status)}"
     return f"exit code {os.waitstatus_to_exitcode(status)}"
@@ -305,16 +337,10 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
         commands["kube-apiserver"] += _node_flags(ca, node_ip)
     (state_dir / "kube-apiserver.args.json").write_text(json.dumps(commands["kube-apiserver"]))
     try:
-        plane.pids["etcd"] = _spawn(commands["etcd"], state_dir / "etcd.log", die_with_parent=die_with_parent)
-        plane.save()
-        plane.pids["kube-apiserver"] = _spawn(commands["kube-apiserver"], state_dir / "kube-apiserver.log",
-                                              die_with_parent=die_with_parent)
-        plane.save()
+        plane._launch("etcd", commands["etcd"])
+        plane._launch("kube-apiserver", commands["kube-apiserver"])
         _wait_for(plane.is_ready, what="kube-apiserver /readyz", plane=plane)
-        plane.pids["kube-controller-manager"] = _spawn(
-            commands["kube-controller-manager"], state_dir / "kube-controller-manager.log",
-            die_with_parent=die_with_parent)
-        plane.save()
+        plane._launch("kube-controller-manager", commands["kube-controller-manager"])
         session = plane.session()
         _wait_for(lambda: session.get(f"{plane.server}/api/v1/namespaces/default/serviceaccounts/default",
                                       timeout=3).status_code == 200,

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from tests.cluster import build, controlplane, hostnet, images, pki
-from tests.cluster.controlplane import _spawn, _terminate, free_ports
+from tests.cluster.controlplane import _spawn, _terminate, free_ports, is_running
 
 NODE_NAME = "nsscaler-node"
 NODE_IP = "10.245.0.1"
@@ -44,6 +44,8 @@ MAX_PODS = 250
 class Node:
     state_dir: Path
     pids: dict[str, int] = field(default_factory=dict)
+    #: each process's start time: what makes a recorded pid still ours (see `controlplane.process_start`)
+    started: dict[str, int] = field(default_factory=dict)
     binaries: dict[str, str] = field(default_factory=dict)
     #: host state before the start, put back by stop()
     sysctls: dict[str, str] = field(default_factory=dict)
@@ -64,7 +66,13 @@ class Node:
         return cls(**{**data, "state_dir": Path(data["state_dir"])})
 
     def is_alive(self) -> bool:
-        return bool(self.pids) and all(_alive(pid, self.binaries[name]) for name, pid in self.pids.items())
+        return bool(self.pids) and all(is_running(pid, self.started.get(name)) for name, pid in self.pids.items())
+
+    def launch(self, name: str, args: list[str], *, die_with_parent: bool) -> None:
+        """Start one of the node's programs and record it (pid and start time) before anything waits for it."""
+        self.pids[name], self.started[name] = _spawn(args, self.state_dir / f"{name}.log",
+                                                     die_with_parent=die_with_parent)
+        self.save()
 
     def ctr(self, *args: str) -> str:
         return subprocess.run(["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
@@ -82,9 +90,7 @@ class Node:
         settings["maxPods"] = max_pods
         config.write_text(yaml.safe_dump(settings))
         _terminate(self.pids.pop("kubelet"))
-        self.pids["kubelet"] = _spawn(launch["args"], self.state_dir / "kubelet.log",
-                                      die_with_parent=launch["die_with_parent"])
-        self.save()
+        self.launch("kubelet", launch["args"], die_with_parent=launch["die_with_parent"])
 
         def reported() -> bool:
             resp = plane.session().get(f"{plane.server}/api/v1/nodes/{NODE_NAME}", timeout=5)
@@ -122,8 +128,8 @@ class Node:
         with contextlib.suppress(Exception):
             self.drain(plane)
         for name in _ORDER:
-            pid = self.pids.pop(name, None)
-            if pid and _alive(pid, self.binaries[name]):
+            pid, started = self.pids.pop(name, None), self.started.pop(name, None)
+            if pid and is_running(pid, started):
                 _terminate(pid)
         if "kube-proxy" in self.binaries:  # its own cleanup removes its rules in every proxy mode
             subprocess.run([self.binaries["kube-proxy"], "--cleanup"], capture_output=True, check=False)
@@ -155,13 +161,6 @@ class Node:
         found += [f"netns {n}" for n in sorted(hostnet.netns_names() - set(self.netns_before))]
         found += [f"folder {f}" for f in self.created_folders if Path(f).exists()]
         return found
-
-
-def _alive(pid: int, binary: str) -> bool:
-    try:
-        return binary.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 def _remove_log_links(pod_logs: Path) -> None:
@@ -293,9 +292,8 @@ def _start_processes(node: Node, plane: controlplane.ControlPlane, archives: dic
     (state / "cni").mkdir(exist_ok=True)
     (state / "cni" / "10-nsscaler.conflist").write_text(json.dumps(_cni_config(state), indent=2))
     (state / "containerd.toml").write_text(_containerd_config(node))
-    node.pids["containerd"] = _spawn([node.binaries["containerd"], "--config", str(state / "containerd.toml")],
-                                     state / "containerd.log", die_with_parent=die_with_parent)
-    node.save()
+    node.launch("containerd", [node.binaries["containerd"], "--config", str(state / "containerd.toml")],
+                die_with_parent=die_with_parent)
     controlplane._wait_for(node.socket.exists, what="containerd's socket", plane=plane, timeout=30)
     for archive in archives.values():
         node.ctr("images", "import", str(archive))
@@ -321,8 +319,7 @@ def _start_processes(node: Node, plane: controlplane.ControlPlane, archives: dic
     (state / "kubelet.args.json").write_text(json.dumps({"args": commands["kubelet"],
                                                          "die_with_parent": die_with_parent}))
     for name, args in commands.items():
-        node.pids[name] = _spawn(args, state / f"{name}.log", die_with_parent=die_with_parent)
-        node.save()
+        node.launch(name, args, die_with_parent=die_with_parent)
 
 
 def _ready(plane: controlplane.ControlPlane) -> bool:
