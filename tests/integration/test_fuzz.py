@@ -31,7 +31,7 @@ from job.model.marks import (
     ANNOTATION_SCALED_BY,
     LABEL_SCALED,
 )
-from tests import builders, schema_fuzz
+from tests import builders, crds, schema_fuzz
 from tests.builders import AdminApi, wait_until
 from tests.conftest import CRD, WAKE_CRD
 
@@ -171,7 +171,9 @@ _VALUES = st.one_of(
     st.from_regex(r"-?[0-9]{1,30}", fullmatch=True), st.text(max_size=40), st.just("9" * 5000),
     st.builds(json.dumps, st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5)),
                                           max_size=3)))
-_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "ReplicaSet", "ReplicationController"]
+_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "ReplicaSet", "ReplicationController", "Fleet"]
+#: the kinds as a policy names them: a custom kind with its group (a test CRD with /scale, `tests/crds.py`)
+_POLICY_KINDS = [k if k != "Fleet" else f"Fleet.{crds.GROUP}" for k in _KINDS]
 #: the numbers a fuzzed record may restore stay small in this shared control plane
 _SMALL_NUMBER = 5
 
@@ -187,6 +189,8 @@ def workload(kind: str, ns: str, name: str) -> dict[str, Any]:
         return builders.cronjob(ns, name)
     if kind == "Job":
         return builders.job(ns, name)
+    if kind == "Fleet":
+        return builders.custom(kind, ns, name, {"replicas": 1})
     return builders.replicaset(ns, name, 1, kind=kind)
 
 
@@ -207,7 +211,8 @@ def marked_family(api: AdminApi, world: World) -> str:
         api.create(builders.namespace(ns))
         api.create({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "no-pods", "namespace": ns},
                     "spec": {"hard": {"pods": "0"}}})
-    api.create(builders.nsscaler(f"{world.prefix}m", world.prefix + "m-", ["up"], kinds=_KINDS))
+    crds.install(api, crds.TEST_KINDS)
+    api.create(builders.nsscaler(f"{world.prefix}m", world.prefix + "m-", ["up"], kinds=_POLICY_KINDS))
     return world.prefix + "m-"
 
 
