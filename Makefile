@@ -33,21 +33,21 @@ lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pi
 	$(BIN)/python -m tools.lock $(if $(UPGRADE),--upgrade)
 
 control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager once (cached, ~8 min on 2 cores)
-	$(BIN)/python -m tests.cluster build
+	$(BIN)/python -m devtools.cluster build
 
 lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint and `kubectl kustomize` of every overlay
 	@$(BIN)/python -m tools.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
-	$(BIN)/python -m tests.metrics_component --check
+	$(BIN)/python -m devtools.metrics_component --check
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
 
 metrics-tools: install ## build kube-state-metrics and promtool once for the metrics tests (cached, ~8 min on 2 cores)
-	$(BIN)/python -m tests.cluster.tools
+	$(BIN)/python -m devtools.cluster.tools
 
 metrics-manifests: install ## regenerate the metrics component's PrometheusRule and Helm values from its sources
-	$(BIN)/python -m tests.metrics_component
+	$(BIN)/python -m devtools.metrics_component
 
 test: install control-plane metrics-tools ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
@@ -62,16 +62,16 @@ node-deps: ## (root) install the Debian packages a real node needs: containerd, 
 		$(NODE_PACKAGES); else echo "node packages present"; fi
 
 node-binaries: install control-plane ## build kubelet, kube-scheduler, kube-proxy once (cached beside the control plane)
-	$(BIN)/python -m tests.cluster build --node
+	$(BIN)/python -m devtools.cluster build --node
 
 node-images: install node-deps ## (root) build the node's images offline: nsscaler, busybox, pause (cached)
-	$(BIN)/python -m tests.cluster.images
+	$(BIN)/python -m devtools.cluster.images
 
 test-node: install node-binaries node-images ## (root) the node tier: the CronJob's own image on a real node
 	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
 
 node-up: install node-binaries node-images ## (root) a control plane plus a Ready node (.cluster/kubeconfig)
-	@$(BIN)/python -m tests.cluster up --node
+	@$(BIN)/python -m devtools.cluster up --node
 
 node-down: cluster-down ## (root) stop the node and the control plane, undo every host change
 
@@ -79,13 +79,13 @@ test-unit: install ## only the fast pure tests
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 cluster-up: install control-plane ## start a local control plane in the background (.cluster/kubeconfig)
-	@$(BIN)/python -m tests.cluster up
+	@$(BIN)/python -m devtools.cluster up
 
 cluster-down: install ## stop the local control plane and remove its state
-	@$(BIN)/python -m tests.cluster down
+	@$(BIN)/python -m devtools.cluster down
 
 demo: install control-plane ## the whole product in one command on a throwaway local control plane
-	$(BIN)/python -m tests.demo
+	$(BIN)/python -m devtools.demo
 
 bench: install control-plane ## issue 14's targets side by side: nsscaler, kube-downscaler (PEER=<checkout>), naive, limit (~40 min)
 	$(BIN)/python -m bench $(if $(PEER),--peer $(PEER))
@@ -101,7 +101,7 @@ manifests: install ## render an overlay (OVERLAY=prod|dry-run|local)
 
 image: ## build the container image from the locks (no Docker engine: buildah, offline, localhost/nsscaler; SBOM in the cache)
 	@if command -v docker >/dev/null; then docker build -t $(IMAGE):$(TAG) .; \
-	else $(PYTHON) -m tests.cluster.images project; fi
+	else $(PYTHON) -m devtools.cluster.images project; fi
 
 push: image ## push the container image
 	docker push $(IMAGE):$(TAG)

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import apimetrics, baselines, cluster, markdown, peer, runs, scenarios, summary
-from tests.builders import AdminApi
-from tests.cluster import controlplane
+from devtools.builders import AdminApi
+from devtools.cluster import controlplane
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

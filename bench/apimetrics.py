@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from tests.cluster.controlplane import ControlPlane
+from devtools.cluster.controlplane import ControlPlane
 
 _REQUESTS = "apiserver_request_total"
 _BYTES = "apiserver_response_sizes_sum"

@@ -8,8 +8,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests import builders
-from tests.builders import AdminApi, wait_until
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_NAMESPACE = 5

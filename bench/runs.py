@@ -17,7 +17,7 @@ from typing import Any
 import pykube
 
 from bench import apimetrics
-from tests.cluster import controlplane
+from devtools.cluster import controlplane
 
 NSSCALER = str(Path(sys.executable).parent / "nsscaler")
 CONCURRENCY = 8

@@ -20,8 +20,8 @@ from typing import Any
 import pykube
 
 from bench import baselines, cluster, peer, runs, summary
-from tests.builders import AdminApi
-from tests.cluster.controlplane import ControlPlane
+from devtools.builders import AdminApi
+from devtools.cluster.controlplane import ControlPlane
 
 PREFIX = "bench-"
 POLICY = "bench"

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane, tools
+from devtools.cluster.__main__ import running
 from job.cli import main
-from tests import builders, schema_fuzz
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane, tools
-from tests.cluster.__main__ import running
+from tests import schema_fuzz
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "kustomize" / "base"
@@ -156,7 +157,7 @@ def make_family(api: AdminApi, prefix: str, replicas: dict[str, dict[str, int]])
 
 
 def built_tool(name: str) -> Path:
-    """A tool of `tests.cluster.tools`, built on first use. One whose source cannot be had here skips the tests
+    """A tool of `devtools.cluster.tools`, built on first use. One whose source cannot be had here skips the tests
     that need it, saying why; under CI=true that skip is a failure (below)."""
     try:
         return tools.ensure_tool(name)

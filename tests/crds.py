@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import AdminApi, wait_until
+from devtools.builders import AdminApi, wait_until
 
 GROUP = "test.nsscaler.io"
 KEDA_CRD = "scaledobjects.keda.sh"

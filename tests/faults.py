@@ -28,8 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
-from tests.cluster import pki
-from tests.cluster.controlplane import ControlPlane
+from devtools.cluster import pki
+from devtools.cluster.controlplane import ControlPlane
 
 FAULTS = ("429", "503", "reset", "latency")
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from devtools.builders import AdminApi
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
-from tests.builders import AdminApi
 
 
 def snapshot(api: AdminApi, prefix: str) -> dict[tuple[str, str], tuple[int, str | None]]:

@@ -14,10 +14,11 @@ import pytest
 import requests
 import yaml
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.cluster.access import required_access
 from job.model.settings import Settings
-from tests import builders, crds
-from tests.builders import AdminApi, wait_until
+from tests import crds
 from tests.conftest import ROOT, kubectl, make_family
 
 OVERLAY = ROOT / "kustomize" / "overlays" / "prod"

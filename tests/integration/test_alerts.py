@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests import metrics_component as mc
+from devtools import metrics_component as mc
 from tests.conftest import built_tool
 
 POLICY = "shop-release"

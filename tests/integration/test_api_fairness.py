@@ -26,9 +26,9 @@ import pytest
 import requests
 import yaml
 
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
 from tests.conftest import ROOT, apply_manifest, kubectl, make_family
 from tests.integration.test_metrics import Sample, parse
 

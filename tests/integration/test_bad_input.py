@@ -7,10 +7,10 @@ import copy
 import pytest
 import yaml
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster.controlplane import free_ports
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster.controlplane import free_ports
 from tests.conftest import CRD, ROOT, apply_manifest, make_family
 
 CRD_NAME = "nsscalers.operators.wubw.fun"

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import requests
 
-from tests import builders
-from tests.builders import AdminApi, wait_until
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from tests.conftest import kubectl
 
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from tests import builders
-from tests.builders import AdminApi
+from devtools import builders
+from devtools.builders import AdminApi
 from tests.faults import FaultProxy
 from tests.invariants import assert_nothing_lost, snapshot
 

@@ -11,10 +11,11 @@ import subprocess
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.decide import pods
 from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_REPLICAS
-from tests import builders, crds
-from tests.builders import AdminApi, wait_until
+from tests import crds
 from tests.conftest import kubectl
 
 EXCLUDE = {ANNOTATION_EXCLUDE: "true"}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import builders
-from tests.builders import AdminApi
+from devtools import builders
+from devtools.builders import AdminApi
 from tests.faults import FaultProxy, Hook, KillAt
 from tests.invariants import assert_nothing_lost, snapshot
 

@@ -1,5 +1,5 @@
 """What a freeze gives back, against the real control plane: status.freed equals a computation written out by
-hand from the objects the test creates (tests.builders.mixed_requests), and a restore takes it back to zero.
+hand from the objects the test creates (devtools.builders.mixed_requests), and a restore takes it back to zero.
 
 Workloads have no node to run on: the API server accepts their templates (extended resources included), and
 the figures are what the scheduler would have had to find room for.
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
+from devtools import builders
+from devtools.builders import AdminApi
 from job.model.marks import ANNOTATION_FREED, ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
-from tests import builders
-from tests.builders import AdminApi
 
 MI, GI = 2**20, 2**30
 

@@ -20,6 +20,8 @@ import yaml
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_FREED,
@@ -31,8 +33,7 @@ from job.model.marks import (
     ANNOTATION_SCALED_BY,
     LABEL_SCALED,
 )
-from tests import builders, crds, schema_fuzz
-from tests.builders import AdminApi, wait_until
+from tests import crds, schema_fuzz
 from tests.conftest import CRD, WAKE_CRD
 
 FUZZ = settings(max_examples=schema_fuzz.EXAMPLES, deadline=None, database=None, derandomize=False,

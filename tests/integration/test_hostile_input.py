@@ -14,12 +14,13 @@ import pytest
 import requests
 import yaml
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.decide import plan as plan_api
 from job.decide import selection as selection_api
 from job.decide import wakes as wakes_api
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
-from tests import builders, crds
-from tests.builders import AdminApi, wait_until
+from tests import crds
 from tests.conftest import CRD, WAKE_CRD, apply_manifest
 from tests.schema_fuzz import without_bounds
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_FREED,
@@ -23,8 +25,7 @@ from job.model.marks import (
     ANNOTATION_ORIGINAL_SUSPEND,
     ANNOTATION_SCALED_BY,
 )
-from tests import builders, crds
-from tests.builders import AdminApi, wait_until
+from tests import crds
 from tests.faults import FaultProxy, KillAt
 
 NSSCALER = str(Path(sys.executable).parent / "nsscaler")

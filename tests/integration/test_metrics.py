@@ -22,10 +22,10 @@ import pytest
 import requests
 import yaml
 
-from tests import builders
-from tests import metrics_component as mc
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane
+from devtools import builders
+from devtools import metrics_component as mc
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
 from tests.conftest import ROOT, apply_manifest, built_tool, kubectl, make_family
 
 OVERLAY = ROOT / "kustomize" / "overlays" / "prod-with-metrics"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
 from tests.conftest import ROOT, apply_manifest, kubectl
 
 OVERLAY = ROOT / "kustomize" / "overlays" / "prod"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
-from tests import builders
-from tests.builders import AdminApi, wait_until
 from tests.conftest import ROOT, make_family
 
 FAMILY = {

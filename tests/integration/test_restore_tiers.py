@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_RESTORE_TIER
-from tests import builders
-from tests.builders import AdminApi, wait_until
 from tests.integration.test_wake import plugin
 
 pytestmark = pytest.mark.usefixtures("crd")

@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi
+from devtools.cluster.controlplane import ControlPlane
 from job.model.marks import (
     ANNOTATION_ORIGINAL_REPLICAS,
     ANNOTATION_RESTORE_TIER,
@@ -31,9 +34,6 @@ from job.model.marks import (
     FIELD_MANAGER,
     LABEL_SCALED,
 )
-from tests import builders
-from tests.builders import AdminApi
-from tests.cluster.controlplane import ControlPlane
 from tests.faults import FaultProxy, KillAt
 from tests.integration.test_faults import NSSCALER, fault_seed
 

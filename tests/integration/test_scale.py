@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
-from tests import builders
-from tests.builders import AdminApi, wait_until
 from tests.invariants import snapshot
 
 

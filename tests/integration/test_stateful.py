@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_WHEN_SCALED
-from tests import builders
-from tests.builders import AdminApi, wait_until
 
 pytestmark = pytest.mark.usefixtures("crd")
 RETENTION = "persistentVolumeClaimRetentionPolicy"

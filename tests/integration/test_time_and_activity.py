@@ -11,9 +11,9 @@ import datetime as dt
 import subprocess
 import time
 
+from devtools import builders
+from devtools.builders import AdminApi
 from job.model.marks import ANNOTATION_FREED, ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
-from tests import builders
-from tests.builders import AdminApi
 from tests.conftest import kubectl
 
 SIZES = {"v1": 3, "v2": 2, "v3": 1, "v4": 2, "v5": 1}

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 import requests
 
+from devtools import builders
+from devtools.builders import AdminApi
+from devtools.cluster import controlplane, pki
 from job import run
 from job.cluster.kube import Kube
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
 from job.model.settings import Settings
 from job.report import namespace_table
-from tests import builders
-from tests.builders import AdminApi
-from tests.cluster import controlplane, pki
 from tests.conftest import ROOT, kubectl
 from tests.faults import FaultProxy
 

@@ -2,7 +2,7 @@
 from the CronJob and read back (status, Pods, logs).
 
 The cluster is `make node-up`'s when one runs, else one started for this session and stopped at its end (which
-undoes every host change, see tests/cluster/hostnet.py). Figures worth keeping (peak memory) are printed at the
+undoes every host change, see devtools/cluster/hostnet.py). Figures worth keeping (peak memory) are printed at the
 end of the run.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane, images, node
-from tests.cluster.__main__ import running, running_node
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane, images, node
+from devtools.cluster.__main__ import running, running_node
 from tests.conftest import ROOT, apply_manifest, kubectl
 
 OVERLAY = ROOT / "kustomize" / "overlays" / "local"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane, images
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane, images
 from tests.conftest import apply_manifest
 from tests.node.conftest import (
     NAMESPACE,

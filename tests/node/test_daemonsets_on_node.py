@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from devtools import builders
+from devtools.builders import wait_until
+from devtools.cluster import images
 from job.model.marks import ANNOTATION_ORIGINAL_NODE_SELECTOR, FROZEN_NODE_LABEL
-from tests import builders
-from tests.builders import wait_until
-from tests.cluster import images
 from tests.node.conftest import kubectl_out, run_cronjob_now, running_pods
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("installed")]

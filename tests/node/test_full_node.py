@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane, images, node
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane, images, node
 from tests.node.conftest import (
     NAMESPACE,
     JobResult,

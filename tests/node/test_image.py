@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
+from devtools.cluster import images
 from job import __version__
 from tests import sboms
-from tests.cluster import images
 from tests.conftest import ROOT
 from tools import lock
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane, images
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane, images
 from tests.node.conftest import NAMESPACE, JobResult, job_result, run_cronjob_now
 
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("installed")]

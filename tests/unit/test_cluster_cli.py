@@ -1,4 +1,4 @@
-"""`python -m tests.cluster down` stops what a start ran from its state folder even when no state file records it
+"""`python -m devtools.cluster down` stops what a start ran from its state folder even when no state file records it
 (a start interrupted before it saved a pid), and nothing else that merely names the folder."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import __main__ as cluster
+from devtools.cluster import __main__ as cluster
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ import subprocess
 import pytest
 import yaml
 
+from devtools import metrics_component as mc
 from job.decide.freed import Freed
 from job.decide.status import PolicyOutcome, build_status
 from job.model.resources import NANO, Footprint
-from tests import metrics_component as mc
 from tests.conftest import ROOT, kubectl
 
 #: counts other parts of nsscaler add to status.counts; their metrics must exist before the counts do

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import build, hostnet, images, node
+from devtools.cluster import build, hostnet, images, node
 
 SERVED_GO_MOD = """module k8s.io/kubernetes
 

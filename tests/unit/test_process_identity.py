@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import controlplane
+from devtools.cluster import controlplane
 
 # Field 22 (start time) is 4242; the command name holds a space and a parenthesis, as a process may name itself.
 STAT = "1234 (kube ) apiserver) S 1 1234 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 12 0 4242 1000 20 0 0"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster import tools
+from devtools.cluster import tools
 
 
 @pytest.fixture

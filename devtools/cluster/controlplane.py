@@ -24,7 +24,7 @@ from pathlib import Path
 import requests
 import yaml
 
-from tests.cluster import build, pki
+from devtools.cluster import build, pki
 
 #: The controllers nsscaler's behaviour depends on: workloads really get Pods, scaling to 0 really removes
 #: them, CronJobs really create Jobs, namespace deletion really finishes, ServiceAccounts really exist.
@@ -282,7 +282,7 @@ def _node_flags(ca: pki.Authority, node_ip: str) -> list[str]:
 def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS,
           die_with_parent: bool = True, node_ip: str | None = None) -> ControlPlane:
     """Start a fresh control plane in `state_dir`; on any failure, stop what was started and raise.
-    With `node_ip`, it serves a real node (see `tests.cluster.node`) on that address instead of loopback."""
+    With `node_ip`, it serves a real node (see `devtools.cluster.node`) on that address instead of loopback."""
     bins = build.ensure_built()
     state_dir.mkdir(parents=True, exist_ok=True)
     pki_dir = state_dir / "pki"

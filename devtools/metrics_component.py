@@ -4,7 +4,7 @@ Sources (edit these): `customresourcestate.yaml` (what kube-state-metrics export
 `prometheus-rules.yaml` (the alerts, a plain rule file promtool tests). Derived (never edit by hand):
 `prometheusrule.yaml` (the same rule groups for the Prometheus Operator) and `helm-values.yaml` (the same
 config and RBAC for the kube-state-metrics Helm chart). The sources are embedded as text, so their comments
-and layout carry over. `python -m tests.metrics_component` rewrites them (`make metrics-manifests`);
+and layout carry over. `python -m devtools.metrics_component` rewrites them (`make metrics-manifests`);
 `--check` fails when they are stale, and a test does the same.
 """
 

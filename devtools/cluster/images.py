@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.cluster import build, versions
+from devtools.cluster import build, versions
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Debian packages of the base image: what the Dockerfile's stages use (`python -m pip`, `python -m venv`)

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.cluster.versions import cache_root
+from devtools.cluster.versions import cache_root
 
 _MANIFEST = "build.json"
 SOURCE_ENV = "KUBE_STATE_METRICS_SOURCE"

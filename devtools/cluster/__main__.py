@@ -1,4 +1,4 @@
-"""`python -m tests.cluster up|down|build|status`: the local control plane by hand (see `make cluster-up`).
+"""`python -m devtools.cluster up|down|build|status`: the local control plane by hand (see `make cluster-up`).
 
 `up` and `down` work in either order and after a crash halfway: `up --node` over a control plane without a node
 replaces it (the node needs its API server on the node's address), a failed `up` stops whatever it started, and
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cluster import build, controlplane, hostnet, node
+from devtools.cluster import build, controlplane, hostnet, node
 
 DEFAULT_STATE = Path(".cluster")
 #: the programs a start runs from the state folder (containerd's shims name its socket there)
@@ -110,7 +110,7 @@ def down(state: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devtools.cluster", description=__doc__)
     parser.add_argument("command", choices=["up", "down", "build", "status"])
     parser.add_argument("--node", action="store_true", help="with `up`/`build`: a real node too (root)")
     parser.add_argument("--state", type=Path, default=DEFAULT_STATE, help="state folder (default: .cluster)")

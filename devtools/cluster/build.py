@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cluster import versions
+from devtools.cluster import versions
 
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", re.MULTILINE)
 _MANIFEST = "versions.json"

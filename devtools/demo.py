@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS
-from tests import builders
-from tests.builders import AdminApi, wait_until
-from tests.cluster import controlplane
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -12,7 +12,7 @@ from typing import Any
 
 import requests
 
-from tests.cluster.controlplane import ControlPlane
+from devtools.cluster.controlplane import ControlPlane
 
 NSSCALER_VERSION = "operators.wubw.fun/v1alpha1"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.cluster import build, controlplane, hostnet, images, pki
-from tests.cluster.controlplane import _spawn, _terminate, free_ports, is_running
+from devtools.cluster import build, controlplane, hostnet, images, pki
+from devtools.cluster.controlplane import _spawn, _terminate, free_ports, is_running
 
 NODE_NAME = "nsscaler-node"
 NODE_IP = "10.245.0.1"
