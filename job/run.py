@@ -32,7 +32,7 @@ from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged
 from job.decide.drain import frozen_now, reverts
-from job.decide.plan import excluded_owners_of, kinds_in_use, select, sizes_needed
+from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_workloads, sizes_needed
 from job.decide.pods import Census
 from job.decide.status import PolicyOutcome, build_status
 from job.errors import ApiError
@@ -183,13 +183,13 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         wakes = read.wakes(kube)
         handlers = list(kinds.handlers.values())
         # the first judgement of each policy: one that raises is made invalid here, saying why, and stays so
-        policies, guess = quarantine(policies, lambda ps: select(ps, namespaces=namespaces, workloads=[],
-                                                                 settings=settings, now=now, wakes=wakes))
+        policies, guess = quarantine(policies, lambda ps: select_from_workloads(
+            ps, namespaces=namespaces, workloads=[], settings=settings, now=now, wakes=wakes))
         workloads = read.workloads(kube, reads.Kinds(
             handlers, kinds_in_use(policies), family=reads.families(policies, handlers, namespaces),
             all_namespaces=len(namespaces), guess=guess))
-        policies, selection = quarantine(policies, lambda ps: select(ps, namespaces=namespaces, workloads=workloads,
-                                                                     settings=settings, now=now, wakes=wakes))
+        policies, selection = quarantine(policies, lambda ps: select_from_workloads(
+            ps, namespaces=namespaces, workloads=workloads, settings=settings, now=now, wakes=wakes))
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
         workloads = read.complete(kube, workloads, needed)
         tiered = tiers.namespaces_to_read(workloads, selection=selection, policies={p.name: p for p in policies})

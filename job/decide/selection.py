@@ -189,9 +189,10 @@ def _judged(wake: Wake, in_scope: list[Policy], *, now: dt.datetime, untouchable
         return WakeVerdict(wake, STATE_IGNORED, f"could not be judged: {unexpected(exc)}")
 
 
-def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,
-           settings: Settings, now: dt.datetime | None, wakes: Sequence[Wake] = ()) -> Selection:
-    """Decide which namespaces each policy holds, keeps running, or leaves alone, and why.
+def select_namespaces(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,
+                      settings: Settings, now: dt.datetime | None, wakes: Sequence[Wake] = ()) -> Selection:
+    """Decide which namespaces each valid policy holds, keeps running, or leaves alone, and why, from the
+    activity already ranked (`found`); `job.decide.plan.select_from_workloads` ranks it from the workloads.
 
     `now` may be None only when no serving policy has hold_windows or until and there is no Wake
     (ValueError otherwise)."""

@@ -12,7 +12,7 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from job.decide import events, wakes
-from job.decide.selection import Selection, select
+from job.decide.selection import Selection, select_namespaces
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.wake import Wake
@@ -30,7 +30,8 @@ def a_wake(ns: str, *, hours: float = 3, name: str = "w", by: str = "alice", rea
 
 def run(policies: list[policy_api.Policy], wakes_: list[Wake], now: dt.datetime,
         names: tuple[str, ...] = ("shop-v1", "shop-v2", "shop-v3", "other-v1", "kube-system")) -> Selection:
-    return select(policies, namespaces=namespaces(*names), found={}, settings=settings(), now=now, wakes=wakes_)
+    return select_namespaces(policies, namespaces=namespaces(*names), found={}, settings=settings(), now=now,
+                             wakes=wakes_)
 
 
 def test_a_woken_namespace_runs_and_says_who_until_when_and_why():
