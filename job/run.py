@@ -215,7 +215,7 @@ def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Sett
 
 
 def _look_again(kube: Kube, decision: Decision, results: list[ActionResult], *,
-                namespaces: int) -> outcome_api.Census:
+                namespaces: int) -> outcome_api.SecondRead:
     """The second read: the Pods left in held namespaces, from owners seeded as this run left them."""
     seeded = Census()
     seeded.seed(decision.census_seed)
@@ -223,12 +223,12 @@ def _look_again(kube: Kube, decision: Decision, results: list[ActionResult], *,
         frozen_now(seeded, results)
         found = census_api.census(kube, decision.plan.held_by, seeded, all_namespaces=namespaces)
     except ApiError as exc:
-        return outcome_api.Census(seeded, unknown=str(exc))  # unknown is not done
-    return outcome_api.Census(found)
+        return outcome_api.SecondRead(seeded, unknown=str(exc))  # unknown is not done
+    return outcome_api.SecondRead(found)
 
 
 def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[ActionResult],
-                     census: outcome_api.Census) -> list[str]:
+                     census: outcome_api.SecondRead) -> list[str]:
     """What no status can carry: failures of workloads whose policy is gone, and a census that failed."""
     known = {p.name for p in snapshot.policies}
     problems = [f"could not count Pods for `done`: {census.unknown}"] if census.unknown else []

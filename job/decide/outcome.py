@@ -21,15 +21,16 @@ _COUNTED = {Verb.FREEZE: "frozen", Verb.RESTORE: "restored", Verb.ADOPT: "adopte
 
 
 @dataclass(frozen=True)
-class Census:
-    """What the run's second read found: the Pods of held namespaces, or why they could not be read."""
+class SecondRead:
+    """What the run's second read found: the Pod census (`job.decide.pods.Census`) of held namespaces, or why
+    it could not be read."""
 
     pods: pods.Census
     unknown: str | None = None
 
 
 def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, results: Sequence[ActionResult],
-             census: Census, settings: Settings, workloads: Iterable[Workload] = ()) -> list[PolicyOutcome]:
+             census: SecondRead, settings: Settings, workloads: Iterable[Workload] = ()) -> list[PolicyOutcome]:
     """One outcome per policy, in the order of `policies`. `workloads`: the snapshot's, for what the freezes
     free (`job.decide.freed`)."""
     failed = drain.failed_refs(results, decision.problems)
@@ -48,7 +49,7 @@ def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, 
     return out
 
 
-def _outcome(policy: Policy, *, decision: Decision, results: Sequence[ActionResult], census: Census,
+def _outcome(policy: Policy, *, decision: Decision, results: Sequence[ActionResult], census: SecondRead,
              settings: Settings, failed: dict[pods.Ref, str], reverted: list[Revert]) -> PolicyOutcome:
     plan = decision.plan
     found = plan.policies[policy.name]
