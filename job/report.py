@@ -10,9 +10,9 @@ from typing import IO, Any, TextIO
 
 from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
+from job.decide.outcome import PolicyOutcome
 from job.decide.status import (
     MAX_TOP_NAMESPACES,
-    PolicyOutcome,
     freed_entry,
     late_entries,
     remaining_entries,

@@ -32,9 +32,10 @@ from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged
 from job.decide.drain import frozen_now, reverts
+from job.decide.outcome import PolicyOutcome
 from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_workloads, sizes_needed
 from job.decide.pods import Census
-from job.decide.status import PolicyOutcome, build_status
+from job.decide.status import build_status
 from job.errors import ApiError
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN

@@ -45,7 +45,7 @@ from job.model.workloads import Namespace, Workload
 
 @dataclass(frozen=True)
 class PolicyPlan:
-    """What the planner found for one policy. Its outcome (`job.decide.status.PolicyOutcome`) extends it with
+    """What the planner found for one policy. Its outcome (`job.decide.outcome.PolicyOutcome`) extends it with
     what carrying the plan out achieved, so no finding is copied by hand from one to the other."""
 
     name: str

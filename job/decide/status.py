@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
-from job.decide.plan import PolicyPlan
+from job.decide.outcome import PolicyOutcome
 from job.decide.pods import Remaining
-from job.decide.selection import PolicySelection
 from job.decide.tiers import LateTier, TierWait
 from job.decide.wakes import WakeVerdict
 from job.model.resources import format_quantity
@@ -41,55 +39,6 @@ MAX_REVERTED_IN_STATUS = 5
 MAX_TOP_NAMESPACES = 10
 #: owners of remaining Pods named in the Drained condition's message (status.remaining lists more)
 OWNERS_IN_MESSAGE = 3
-
-
-@dataclass(frozen=True)
-class PolicyOutcome(PolicyPlan):
-    """Everything one run learned and did for one NSScaler: the planner's findings (`PolicyPlan`, extended
-    rather than copied), then what carrying them out achieved and what the Pod census found."""
-
-    uid: str = ""
-    previous_status: dict[str, Any] = field(default_factory=dict)
-    invalid: str | None = None
-    suspended: bool = False
-    dry_run: bool = False
-    frozen: int = 0
-    restored: int = 0
-    adopted: int = 0
-    failures: list[str] = field(default_factory=list)
-    #: Pods in held namespaces that block `done` (their owners, and why, in `remaining`)
-    pods_left: int = 0
-    #: Pods in held namespaces whose owner chain ends in an excluded object: meant to run
-    pods_excluded: int = 0
-    remaining: list[Remaining] = field(default_factory=list)
-    #: set when the Pods could not be read: `done` is then unknown, so false
-    pods_unknown: str | None = None
-    reverted: list[Revert] = field(default_factory=list)
-    gitops_managed: int = 0
-    cap_message: str | None = None
-    #: which namespaces the selection kept or held and why, and whether the policy holds at all now
-    selection: PolicySelection | None = None
-    #: what the workloads it holds frozen gave back (`job.decide.freed`)
-    freed: Freed = field(default_factory=Freed)
-
-    @property
-    def holding(self) -> bool:
-        return self.selection.holding if self.selection is not None else (
-            self.invalid is None and not self.suspended)
-
-    @property
-    def failed(self) -> int:
-        return len(self.failures)
-
-    @property
-    def done(self) -> bool:
-        """True only when this policy serves and no Pod is left in any namespace it holds."""
-        return (self.invalid is None and not self.suspended and self.pods_left == 0
-                and self.pods_unknown is None)
-
-    @property
-    def ok(self) -> bool:
-        return self.invalid is None and not self.failures and self.cap_message is None
 
 
 def _timestamp(now: dt.datetime) -> str:

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from job.decide.freed import Freed
-from job.decide.status import PolicyOutcome, build_status
+from job.decide.outcome import PolicyOutcome
+from job.decide.status import build_status
 from job.model.resources import NANO, Footprint
 from tests import metrics_component as mc
 from tests.conftest import ROOT, kubectl

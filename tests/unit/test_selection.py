@@ -11,9 +11,10 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from job.decide.actions import Verb
+from job.decide.outcome import PolicyOutcome
 from job.decide.plan import make_plan
 from job.decide.selection import activity, select_namespaces
-from job.decide.status import REASON_EXPIRED, PolicyOutcome, build_status
+from job.decide.status import REASON_EXPIRED, build_status
 from job.model.activity import Change, last_user_change
 from job.model.workloads import Kind, Namespace, Workload
 from tests.unit.factories import apply_plan, policy, settings, workload
