@@ -26,8 +26,7 @@ from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
-from job.decide import reads, tiers
-from job.decide import wakes as wakes_api
+from job.decide import reads, tiers, waking
 from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged
@@ -258,7 +257,7 @@ def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResul
         outcomes = [outcome_api.with_status_failure(o, failed[o.name]) if o.name in failed else o
                     for o in outcomes]
         judged = decision.plan.selection.wakes.values() if decision.plan.selection is not None else ()
-        changed = wakes_api.status_updates(judged)
+        changed = waking.status_updates(judged)
         write_wake_statuses(kube, [(verdict.wake, body) for verdict, body in changed])
         send_events(kube, events_api.of_run(results, outcomes, settings=settings,
                                             wakes=[verdict for verdict, _ in changed]), now=now)

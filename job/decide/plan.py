@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job.decide import selection as selection_api
-from job.decide import wakes as wakes_api
+from job.decide import waking
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.decide.tiers import LateTier, TierWait
@@ -86,7 +86,7 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
     if state is not None and state.not_holding:
         return f"{owner.name} holds nothing: {state.not_holding}"
     if verdict and verdict.woken:
-        return wakes_api.woken_words(verdict.woken)
+        return waking.woken_words(verdict.woken)
     if verdict and verdict.keepers:
         if state is not None and workload.namespace in state.recent:
             return state.reason(workload.namespace)

@@ -14,7 +14,7 @@ Rules, in order of precedence:
    policy's kinds (see `job.model.activity`).
 4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
    "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
-5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.wakes`): a wake
+5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.waking`): a wake
    only ever adds running namespaces, and ends exactly at its applied end.
 """
 
@@ -25,8 +25,8 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from job.decide import wakes as wakes_api
-from job.decide.wakes import WakeVerdict
+from job.decide import waking
+from job.decide.waking import WakeVerdict
 from job.errors import unexpected
 from job.model.activity import CREATED, Change
 from job.model.kinds import Kind
@@ -94,7 +94,7 @@ class PolicySelection:
             return (f"kept: {self._recent_words} (last change {change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} "
                     f"by {change.by})")
         if namespace in self.woken:
-            return f"kept: {wakes_api.woken_words(self.woken[namespace])}"
+            return f"kept: {waking.woken_words(self.woken[namespace])}"
         if namespace in self.kept_running_by:
             return f"kept: active for {', '.join(self.kept_running_by[namespace])} (active wins)"
         if namespace in self.listed:
@@ -184,7 +184,7 @@ def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datet
 def _judged(wake: Wake, in_scope: list[Policy], *, now: dt.datetime, untouchable: bool) -> WakeVerdict:
     """One Wake judged; an error nobody expected ignores that Wake, saying so in its status, and nothing else."""
     try:
-        return wakes_api.judge(wake, in_scope, now=now, untouchable=untouchable)
+        return waking.judge(wake, in_scope, now=now, untouchable=untouchable)
     except Exception as exc:
         return WakeVerdict(wake, STATE_IGNORED, f"could not be judged: {unexpected(exc)}")
 
@@ -240,5 +240,5 @@ def _woken(judged: Iterable[WakeVerdict]) -> dict[str, WakeVerdict]:
     by_namespace: dict[str, list[WakeVerdict]] = {}
     for v in judged:
         by_namespace.setdefault(v.wake.namespace, []).append(v)
-    return {ns: found for ns, found in ((ns, wakes_api.latest(vs)) for ns, vs in by_namespace.items())
+    return {ns: found for ns, found in ((ns, waking.latest(vs)) for ns, vs in by_namespace.items())
             if found is not None}

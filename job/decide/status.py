@@ -16,7 +16,7 @@ from job.decide.gitops import Revert
 from job.decide.outcome import PolicyOutcome
 from job.decide.pods import Remaining
 from job.decide.tiers import LateTier, TierWait
-from job.decide.wakes import WakeVerdict
+from job.decide.waking import WakeVerdict
 from job.model.resources import format_quantity
 
 CONDITION_READY = "Ready"

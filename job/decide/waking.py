@@ -1,5 +1,6 @@
 """What each Wake means this run (pure; `now` is a parameter): Active, Expired or Ignored, the end it applies,
-and the words for its status and the namespace's Event.
+and the words for its status and the namespace's Event. The Wake as read, a value, is `job.model.wake`'s; this
+module is the decision about it (called by the selection, `job.decide.selection`).
 
 Rules, in order of precedence:
 1. A Wake whose spec cannot be read is Ignored, and says why; so is one in a namespace nsscaler never touches
