@@ -53,9 +53,9 @@ class RunReport:
     results: list[ActionResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     requests: dict[str, int] = field(default_factory=dict)
-    #: seconds spent in each stage (observe, plan, apply, pods, status): where a slow run spends its time
+    #: seconds spent in each stage (read, decide, write, look_again, report): where a slow run spends its time
     phases: dict[str, float] = field(default_factory=dict)
-    #: requests sent in each stage: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
+    #: requests sent in each stage: what a feature costs (e.g. `look_again`: the Pod LIST and the owner LISTs)
     phase_requests: dict[str, int] = field(default_factory=dict)
     finished: dt.datetime | None = None
     #: responses 429 (Too Many Requests: API Priority and Fairness queued the run out), each retried
@@ -97,24 +97,24 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
                        phase_requests=stages.requests)
     try:
         snapshot = read_snapshot(kube, settings, now=now)
-        stages.done("observe")
+        stages.done("read")
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
-        stages.done("plan")
+        stages.done("decide")
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at)
-        stages.done("apply")
+        stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
                                         settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot)])
-        stages.done("pods")
+        stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now))
         _log_problems(decision)
         _log_waits(decision)
-        stages.done("status")
+        stages.done("report")
     finally:
         report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled)
     return report
