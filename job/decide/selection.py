@@ -32,6 +32,7 @@ from job.model.activity import CREATED, Change
 from job.model.kinds import Kind
 from job.model.policy import Policy
 from job.model.settings import Settings
+from job.model.stamps import utc_stamp
 from job.model.wake import STATE_IGNORED, Wake
 from job.model.workloads import Namespace, Workload
 
@@ -91,7 +92,7 @@ class PolicySelection:
             return f"not held: {self.not_holding}"
         if namespace in self.recent:
             change = self.recent[namespace]
-            return (f"kept: {self._recent_words} (last change {change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} "
+            return (f"kept: {self._recent_words} (last change {utc_stamp(change.time, precision='minutes')} "
                     f"by {change.by})")
         if namespace in self.woken:
             return f"kept: {waking.woken_words(self.woken[namespace])}"

@@ -18,6 +18,7 @@ from job.decide.pods import Remaining
 from job.decide.tiers import LateTier, TierWait
 from job.decide.waking import WakeVerdict
 from job.model.resources import format_quantity
+from job.model.stamps import utc_stamp
 
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"
@@ -41,17 +42,13 @@ MAX_TOP_NAMESPACES = 10
 OWNERS_IN_MESSAGE = 3
 
 
-def _timestamp(now: dt.datetime) -> str:
-    return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _condition(kind: str, *, true: bool, reason: str, message: str, outcome: PolicyOutcome,
                now: dt.datetime) -> dict[str, Any]:
     status = "True" if true else "False"
     previous = next((c for c in outcome.previous_status.get("conditions") or [] if c.get("type") == kind), None)
     since = previous.get("lastTransitionTime") if previous and previous.get("status") == status else None
     return {"type": kind, "status": status, "reason": reason, "message": message[:1024],
-            "lastTransitionTime": since or _timestamp(now), "observedGeneration": outcome.generation}
+            "lastTransitionTime": since or utc_stamp(now), "observedGeneration": outcome.generation}
 
 
 def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
@@ -115,10 +112,10 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
     return {
         "done": outcome.done,
         "observedGeneration": outcome.generation,
-        "lastRunTime": _timestamp(now),
+        "lastRunTime": utc_stamp(now),
         "dryRun": outcome.dry_run,
         "holding": outcome.holding,
-        "nextChange": _timestamp(next_change) if next_change else None,  # null removes it (merge patch)
+        "nextChange": utc_stamp(next_change) if next_change else None,  # null removes it (merge patch)
         "conditions": [
             _condition(CONDITION_READY, true=ready, reason=ready_reason, message=ready_message,
                        outcome=outcome, now=now),
@@ -144,7 +141,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         },
         "heldNamespaces": outcome.held[:list_limit],
         "activeNamespaces": outcome.active[:list_limit],
-        "recentNamespaces": [{"namespace": ns, "lastActivity": _timestamp(change.time), "by": change.by}
+        "recentNamespaces": [{"namespace": ns, "lastActivity": utc_stamp(change.time), "by": change.by}
                              for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
         "wokenNamespaces": woken_entries(woken[:list_limit]),
@@ -199,7 +196,7 @@ def freed_entry(freed: Freed, *, list_limit: int) -> dict[str, Any]:
 def woken_entries(woken: Iterable[tuple[str, WakeVerdict]]) -> list[dict[str, Any]]:
     """`status.wokenNamespaces`: who woke each namespace, until when (the end applied) and why."""
     return [{"namespace": ns, "wake": v.wake.name, "by": v.wake.requested_by,
-             "until": _timestamp(v.applied_end) if v.applied_end else None, "reason": v.wake.reason}
+             "until": utc_stamp(v.applied_end) if v.applied_end else None, "reason": v.wake.reason}
             for ns, v in woken]
 
 
@@ -212,15 +209,15 @@ def restoring_entries(waits: Iterable[TierWait], *, list_limit: int | None = Non
     """`status.restoring` and the JSON report's `restoring`: per namespace, the tier that waits, for which
     earlier workloads, since when, and when it comes back anyway."""
     return [{"namespace": w.namespace, "tier": w.tier, "pending": w.pending,
-             "waitingFor": list(w.waiting_for[:list_limit]), "since": _timestamp(w.since),
-             "until": _timestamp(w.until)} for w in waits]
+             "waitingFor": list(w.waiting_for[:list_limit]), "since": utc_stamp(w.since),
+             "until": utc_stamp(w.until)} for w in waits]
 
 
 def late_entries(late: Iterable[LateTier], *, list_limit: int | None = None) -> list[dict[str, Any]]:
     """`status.restoredLate` and the JSON report's: tiers restored because `restore_wait` passed, and the
     earlier workloads that were not available in time."""
     return [{"namespace": t.namespace, "tier": t.tier, "notReady": list(t.not_ready[:list_limit]),
-             "since": _timestamp(t.since)} for t in late]
+             "since": utc_stamp(t.since)} for t in late]
 
 
 def reverted_entries(reverted: Iterable[Revert]) -> list[dict[str, Any]]:
