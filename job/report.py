@@ -10,9 +10,9 @@ from typing import IO, Any, TextIO
 
 from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
+from job.decide.outcome import PolicyOutcome
 from job.decide.status import (
     MAX_TOP_NAMESPACES,
-    PolicyOutcome,
     freed_entry,
     late_entries,
     remaining_entries,
@@ -21,6 +21,7 @@ from job.decide.status import (
     woken_entries,
 )
 from job.model.resources import format_quantity
+from job.model.stamps import utc_stamp
 from job.run import RunReport
 
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -31,7 +32,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "time": utc_stamp(dt.datetime.fromtimestamp(record.created, dt.UTC), precision="microseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),

@@ -26,15 +26,15 @@ from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
-from job.decide import reads, tiers
-from job.decide import wakes as wakes_api
+from job.decide import reads, tiers, waking
 from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged
 from job.decide.drain import frozen_now, reverts
-from job.decide.plan import excluded_owners_of, kinds_in_use, select, sizes_needed
+from job.decide.outcome import PolicyOutcome
+from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_workloads, sizes_needed
 from job.decide.pods import Census
-from job.decide.status import PolicyOutcome, build_status
+from job.decide.status import build_status
 from job.errors import ApiError
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN
@@ -53,9 +53,9 @@ class RunReport:
     results: list[ActionResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     requests: dict[str, int] = field(default_factory=dict)
-    #: seconds spent in each stage (observe, plan, apply, pods, status): where a slow run spends its time
+    #: seconds spent in each stage (read, decide, write, look_again, report): where a slow run spends its time
     phases: dict[str, float] = field(default_factory=dict)
-    #: requests sent in each stage: what a feature costs (e.g. `pods`: the Pod LIST and the owner LISTs)
+    #: requests sent in each stage: what a feature costs (e.g. `look_again`: the Pod LIST and the owner LISTs)
     phase_requests: dict[str, int] = field(default_factory=dict)
     finished: dt.datetime | None = None
     #: responses 429 (Too Many Requests: API Priority and Fairness queued the run out), each retried
@@ -97,24 +97,24 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
                        phase_requests=stages.requests)
     try:
         snapshot = read_snapshot(kube, settings, now=now)
-        stages.done("observe")
+        stages.done("read")
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
-        stages.done("plan")
+        stages.done("decide")
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at)
-        stages.done("apply")
+        stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
                                         settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot)])
-        stages.done("pods")
+        stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now))
         _log_problems(decision)
         _log_waits(decision)
-        stages.done("status")
+        stages.done("report")
     finally:
         report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled)
     return report
@@ -183,13 +183,13 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         wakes = read.wakes(kube)
         handlers = list(kinds.handlers.values())
         # the first judgement of each policy: one that raises is made invalid here, saying why, and stays so
-        policies, guess = quarantine(policies, lambda ps: select(ps, namespaces=namespaces, workloads=[],
-                                                                 settings=settings, now=now, wakes=wakes))
+        policies, guess = quarantine(policies, lambda ps: select_from_workloads(
+            ps, namespaces=namespaces, workloads=[], settings=settings, now=now, wakes=wakes))
         workloads = read.workloads(kube, reads.Kinds(
             handlers, kinds_in_use(policies), family=reads.families(policies, handlers, namespaces),
             all_namespaces=len(namespaces), guess=guess))
-        policies, selection = quarantine(policies, lambda ps: select(ps, namespaces=namespaces, workloads=workloads,
-                                                                     settings=settings, now=now, wakes=wakes))
+        policies, selection = quarantine(policies, lambda ps: select_from_workloads(
+            ps, namespaces=namespaces, workloads=workloads, settings=settings, now=now, wakes=wakes))
         needed = sizes_needed(workloads, selection=selection, excluded_owners=excluded_owners_of(workloads))
         workloads = read.complete(kube, workloads, needed)
         tiered = tiers.namespaces_to_read(workloads, selection=selection, policies={p.name: p for p in policies})
@@ -215,7 +215,7 @@ def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Sett
 
 
 def _look_again(kube: Kube, decision: Decision, results: list[ActionResult], *,
-                namespaces: int) -> outcome_api.Census:
+                namespaces: int) -> outcome_api.SecondRead:
     """The second read: the Pods left in held namespaces, from owners seeded as this run left them."""
     seeded = Census()
     seeded.seed(decision.census_seed)
@@ -223,12 +223,12 @@ def _look_again(kube: Kube, decision: Decision, results: list[ActionResult], *,
         frozen_now(seeded, results)
         found = census_api.census(kube, decision.plan.held_by, seeded, all_namespaces=namespaces)
     except ApiError as exc:
-        return outcome_api.Census(seeded, unknown=str(exc))  # unknown is not done
-    return outcome_api.Census(found)
+        return outcome_api.SecondRead(seeded, unknown=str(exc))  # unknown is not done
+    return outcome_api.SecondRead(found)
 
 
 def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[ActionResult],
-                     census: outcome_api.Census) -> list[str]:
+                     census: outcome_api.SecondRead) -> list[str]:
     """What no status can carry: failures of workloads whose policy is gone, and a census that failed."""
     known = {p.name for p in snapshot.policies}
     problems = [f"could not count Pods for `done`: {census.unknown}"] if census.unknown else []
@@ -257,7 +257,7 @@ def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResul
         outcomes = [outcome_api.with_status_failure(o, failed[o.name]) if o.name in failed else o
                     for o in outcomes]
         judged = decision.plan.selection.wakes.values() if decision.plan.selection is not None else ()
-        changed = wakes_api.status_updates(judged)
+        changed = waking.status_updates(judged)
         write_wake_statuses(kube, [(verdict.wake, body) for verdict, body in changed])
         send_events(kube, events_api.of_run(results, outcomes, settings=settings,
                                             wakes=[verdict for verdict, _ in changed]), now=now)

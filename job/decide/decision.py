@@ -23,7 +23,7 @@ from job.decide import drain, pods, tiers
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
 from job.decide.contain import quarantine
-from job.decide.plan import Plan, excluded_owners_of, make_plan, select
+from job.decide.plan import Plan, excluded_owners_of, make_plan, select_from_workloads
 from job.decide.tiers import TierWait
 from job.errors import unexpected
 from job.model.autoscalers import scaled_object
@@ -75,8 +75,8 @@ def decide(snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
     the decision says so (`needs`) and holds no write. `within`: only the changes in these namespaces (a
     later pass of a restore in tiers, whose snapshot is fresh there only)."""
     workloads = snapshot.workloads
-    selection = select(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
-                       now=now, wakes=snapshot.wakes)
+    selection = select_from_workloads(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads,
+                                      settings=settings, now=now, wakes=snapshot.wakes)
     plan = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=workloads, settings=settings,
                      now=now, selection=selection, excluded_owners=excluded_owners_of(workloads))
     if within is not None:

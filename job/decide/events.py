@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from job.decide import drain
 from job.decide.actions import ActionResult, Verb
-from job.decide.status import PolicyOutcome
-from job.decide.wakes import WakeVerdict
+from job.decide.outcome import PolicyOutcome
+from job.decide.waking import WakeVerdict
 from job.model import policy as policy_api
 from job.model.settings import Settings
 from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED

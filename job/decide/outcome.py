@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from job.decide import drain, freed, pods
 from job.decide.actions import ActionResult, Verb, failure_message
 from job.decide.decision import Decision
+from job.decide.freed import Freed
 from job.decide.gitops import Revert
 from job.decide.plan import PolicyPlan
-from job.decide.status import PolicyOutcome
+from job.decide.pods import Remaining
+from job.decide.selection import PolicySelection
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.workloads import Workload
@@ -21,15 +24,65 @@ _COUNTED = {Verb.FREEZE: "frozen", Verb.RESTORE: "restored", Verb.ADOPT: "adopte
 
 
 @dataclass(frozen=True)
-class Census:
-    """What the run's second read found: the Pods of held namespaces, or why they could not be read."""
+class PolicyOutcome(PolicyPlan):
+    """Everything one run learned and did for one NSScaler: the planner's findings (`PolicyPlan`, extended
+    rather than copied), then what carrying them out achieved and what the Pod census found."""
+
+    uid: str = ""
+    previous_status: dict[str, Any] = field(default_factory=dict)
+    invalid: str | None = None
+    suspended: bool = False
+    dry_run: bool = False
+    frozen: int = 0
+    restored: int = 0
+    adopted: int = 0
+    failures: list[str] = field(default_factory=list)
+    #: Pods in held namespaces that block `done` (their owners, and why, in `remaining`)
+    pods_left: int = 0
+    #: Pods in held namespaces whose owner chain ends in an excluded object: meant to run
+    pods_excluded: int = 0
+    remaining: list[Remaining] = field(default_factory=list)
+    #: set when the Pods could not be read: `done` is then unknown, so false
+    pods_unknown: str | None = None
+    reverted: list[Revert] = field(default_factory=list)
+    gitops_managed: int = 0
+    cap_message: str | None = None
+    #: which namespaces the selection kept or held and why, and whether the policy holds at all now
+    selection: PolicySelection | None = None
+    #: what the workloads it holds frozen gave back (`job.decide.freed`)
+    freed: Freed = field(default_factory=Freed)
+
+    @property
+    def holding(self) -> bool:
+        return self.selection.holding if self.selection is not None else (
+            self.invalid is None and not self.suspended)
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    @property
+    def done(self) -> bool:
+        """True only when this policy serves and no Pod is left in any namespace it holds."""
+        return (self.invalid is None and not self.suspended and self.pods_left == 0
+                and self.pods_unknown is None)
+
+    @property
+    def ok(self) -> bool:
+        return self.invalid is None and not self.failures and self.cap_message is None
+
+
+@dataclass(frozen=True)
+class SecondRead:
+    """What the run's second read found: the Pod census (`job.decide.pods.Census`) of held namespaces, or why
+    it could not be read."""
 
     pods: pods.Census
     unknown: str | None = None
 
 
 def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, results: Sequence[ActionResult],
-             census: Census, settings: Settings, workloads: Iterable[Workload] = ()) -> list[PolicyOutcome]:
+             census: SecondRead, settings: Settings, workloads: Iterable[Workload] = ()) -> list[PolicyOutcome]:
     """One outcome per policy, in the order of `policies`. `workloads`: the snapshot's, for what the freezes
     free (`job.decide.freed`)."""
     failed = drain.failed_refs(results, decision.problems)
@@ -48,7 +101,7 @@ def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, 
     return out
 
 
-def _outcome(policy: Policy, *, decision: Decision, results: Sequence[ActionResult], census: Census,
+def _outcome(policy: Policy, *, decision: Decision, results: Sequence[ActionResult], census: SecondRead,
              settings: Settings, failed: dict[pods.Ref, str], reverted: list[Revert]) -> PolicyOutcome:
     plan = decision.plan
     found = plan.policies[policy.name]

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job.decide import selection as selection_api
-from job.decide import wakes as wakes_api
+from job.decide import waking
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.decide.tiers import LateTier, TierWait
@@ -45,7 +45,7 @@ from job.model.workloads import Namespace, Workload
 
 @dataclass(frozen=True)
 class PolicyPlan:
-    """What the planner found for one policy. Its outcome (`job.decide.status.PolicyOutcome`) extends it with
+    """What the planner found for one policy. Its outcome (`job.decide.outcome.PolicyOutcome`) extends it with
     what carrying the plan out achieved, so no finding is copied by hand from one to the other."""
 
     name: str
@@ -86,7 +86,7 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
     if state is not None and state.not_holding:
         return f"{owner.name} holds nothing: {state.not_holding}"
     if verdict and verdict.woken:
-        return wakes_api.woken_words(verdict.woken)
+        return waking.woken_words(verdict.woken)
     if verdict and verdict.keepers:
         if state is not None and workload.namespace in state.recent:
             return state.reason(workload.namespace)
@@ -96,16 +96,17 @@ def _restore_reason(workload: Workload, verdict: Verdict | None, owner: Policy |
     return f"{workload.kind.value} is no longer selected by {owner.name}"
 
 
-def select(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
-           workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None,
-           wakes: Sequence[Wake] = ()) -> Selection:
-    """Which namespaces each serving policy holds: activity is ranked only when a policy keeps the most
-    recently active namespaces running; the Wakes keep held namespaces running."""
+def select_from_workloads(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequence[Namespace],
+                          workloads: Iterable[Workload], settings: Settings, now: dt.datetime | None,
+                          wakes: Sequence[Wake] = ()) -> Selection:
+    """Which namespaces each serving policy holds, from any policies (the invalid ones are left out) and the
+    workloads as read: activity is ranked only when a policy keeps the most recently active namespaces
+    running; the Wakes keep held namespaces running. The rules are `job.decide.selection.select_namespaces`'s."""
     valid = [p for p in policies if isinstance(p, Policy)]
     needs_activity = any(p.spec.keep_recent and not p.spec.suspend for p in valid)
     observed = selection_api.activity(workloads) if needs_activity else {}
-    return selection_api.select(valid, namespaces=namespaces, found=observed, settings=settings, now=now,
-                                wakes=wakes)
+    return selection_api.select_namespaces(valid, namespaces=namespaces, found=observed, settings=settings, now=now,
+                                           wakes=wakes)
 
 
 def excluded_owners_of(workloads: Iterable[Workload]) -> frozenset[tuple[str, str, str]]:
@@ -149,7 +150,8 @@ def make_plan(policies: Sequence[Policy | InvalidPolicy], *, namespaces: Sequenc
     if excluded_owners is None:
         excluded_owners = excluded_owners_of(workloads)
     if selection is None:
-        selection = select(policies, namespaces=namespaces, workloads=workloads, settings=settings, now=now)
+        selection = select_from_workloads(policies, namespaces=namespaces, workloads=workloads, settings=settings,
+                                          now=now)
     judge = _Judge(by_name={p.name: p for p in policies}, selection=selection, excluded_owners=excluded_owners,
                    settings=settings)
     actions: list[Action] = []

@@ -14,7 +14,7 @@ Rules, in order of precedence:
    policy's kinds (see `job.model.activity`).
 4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
    "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
-5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.wakes`): a wake
+5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.waking`): a wake
    only ever adds running namespaces, and ends exactly at its applied end.
 """
 
@@ -25,13 +25,14 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from job.decide import wakes as wakes_api
-from job.decide.wakes import WakeVerdict
+from job.decide import waking
+from job.decide.waking import WakeVerdict
 from job.errors import unexpected
 from job.model.activity import CREATED, Change
 from job.model.kinds import Kind
 from job.model.policy import Policy
 from job.model.settings import Settings
+from job.model.stamps import utc_stamp
 from job.model.wake import STATE_IGNORED, Wake
 from job.model.workloads import Namespace, Workload
 
@@ -91,10 +92,10 @@ class PolicySelection:
             return f"not held: {self.not_holding}"
         if namespace in self.recent:
             change = self.recent[namespace]
-            return (f"kept: {self._recent_words} (last change {change.time.astimezone(dt.UTC):%Y-%m-%dT%H:%MZ} "
+            return (f"kept: {self._recent_words} (last change {utc_stamp(change.time, precision='minutes')} "
                     f"by {change.by})")
         if namespace in self.woken:
-            return f"kept: {wakes_api.woken_words(self.woken[namespace])}"
+            return f"kept: {waking.woken_words(self.woken[namespace])}"
         if namespace in self.kept_running_by:
             return f"kept: active for {', '.join(self.kept_running_by[namespace])} (active wins)"
         if namespace in self.listed:
@@ -184,14 +185,15 @@ def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datet
 def _judged(wake: Wake, in_scope: list[Policy], *, now: dt.datetime, untouchable: bool) -> WakeVerdict:
     """One Wake judged; an error nobody expected ignores that Wake, saying so in its status, and nothing else."""
     try:
-        return wakes_api.judge(wake, in_scope, now=now, untouchable=untouchable)
+        return waking.judge(wake, in_scope, now=now, untouchable=untouchable)
     except Exception as exc:
         return WakeVerdict(wake, STATE_IGNORED, f"could not be judged: {unexpected(exc)}")
 
 
-def select(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,
-           settings: Settings, now: dt.datetime | None, wakes: Sequence[Wake] = ()) -> Selection:
-    """Decide which namespaces each policy holds, keeps running, or leaves alone, and why.
+def select_namespaces(policies: Sequence[Policy], *, namespaces: Sequence[Namespace], found: Activity,
+                      settings: Settings, now: dt.datetime | None, wakes: Sequence[Wake] = ()) -> Selection:
+    """Decide which namespaces each valid policy holds, keeps running, or leaves alone, and why, from the
+    activity already ranked (`found`); `job.decide.plan.select_from_workloads` ranks it from the workloads.
 
     `now` may be None only when no serving policy has hold_windows or until and there is no Wake
     (ValueError otherwise)."""
@@ -239,5 +241,5 @@ def _woken(judged: Iterable[WakeVerdict]) -> dict[str, WakeVerdict]:
     by_namespace: dict[str, list[WakeVerdict]] = {}
     for v in judged:
         by_namespace.setdefault(v.wake.namespace, []).append(v)
-    return {ns: found for ns, found in ((ns, wakes_api.latest(vs)) for ns, vs in by_namespace.items())
+    return {ns: found for ns, found in ((ns, waking.latest(vs)) for ns, vs in by_namespace.items())
             if found is not None}

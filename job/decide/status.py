@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
-from job.decide.plan import PolicyPlan
+from job.decide.outcome import PolicyOutcome
 from job.decide.pods import Remaining
-from job.decide.selection import PolicySelection
 from job.decide.tiers import LateTier, TierWait
-from job.decide.wakes import WakeVerdict
+from job.decide.waking import WakeVerdict
 from job.model.resources import format_quantity
+from job.model.stamps import utc_stamp
 
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"
@@ -43,66 +42,13 @@ MAX_TOP_NAMESPACES = 10
 OWNERS_IN_MESSAGE = 3
 
 
-@dataclass(frozen=True)
-class PolicyOutcome(PolicyPlan):
-    """Everything one run learned and did for one NSScaler: the planner's findings (`PolicyPlan`, extended
-    rather than copied), then what carrying them out achieved and what the Pod census found."""
-
-    uid: str = ""
-    previous_status: dict[str, Any] = field(default_factory=dict)
-    invalid: str | None = None
-    suspended: bool = False
-    dry_run: bool = False
-    frozen: int = 0
-    restored: int = 0
-    adopted: int = 0
-    failures: list[str] = field(default_factory=list)
-    #: Pods in held namespaces that block `done` (their owners, and why, in `remaining`)
-    pods_left: int = 0
-    #: Pods in held namespaces whose owner chain ends in an excluded object: meant to run
-    pods_excluded: int = 0
-    remaining: list[Remaining] = field(default_factory=list)
-    #: set when the Pods could not be read: `done` is then unknown, so false
-    pods_unknown: str | None = None
-    reverted: list[Revert] = field(default_factory=list)
-    gitops_managed: int = 0
-    cap_message: str | None = None
-    #: which namespaces the selection kept or held and why, and whether the policy holds at all now
-    selection: PolicySelection | None = None
-    #: what the workloads it holds frozen gave back (`job.decide.freed`)
-    freed: Freed = field(default_factory=Freed)
-
-    @property
-    def holding(self) -> bool:
-        return self.selection.holding if self.selection is not None else (
-            self.invalid is None and not self.suspended)
-
-    @property
-    def failed(self) -> int:
-        return len(self.failures)
-
-    @property
-    def done(self) -> bool:
-        """True only when this policy serves and no Pod is left in any namespace it holds."""
-        return (self.invalid is None and not self.suspended and self.pods_left == 0
-                and self.pods_unknown is None)
-
-    @property
-    def ok(self) -> bool:
-        return self.invalid is None and not self.failures and self.cap_message is None
-
-
-def _timestamp(now: dt.datetime) -> str:
-    return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _condition(kind: str, *, true: bool, reason: str, message: str, outcome: PolicyOutcome,
                now: dt.datetime) -> dict[str, Any]:
     status = "True" if true else "False"
     previous = next((c for c in outcome.previous_status.get("conditions") or [] if c.get("type") == kind), None)
     since = previous.get("lastTransitionTime") if previous and previous.get("status") == status else None
     return {"type": kind, "status": status, "reason": reason, "message": message[:1024],
-            "lastTransitionTime": since or _timestamp(now), "observedGeneration": outcome.generation}
+            "lastTransitionTime": since or utc_stamp(now), "observedGeneration": outcome.generation}
 
 
 def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
@@ -166,10 +112,10 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
     return {
         "done": outcome.done,
         "observedGeneration": outcome.generation,
-        "lastRunTime": _timestamp(now),
+        "lastRunTime": utc_stamp(now),
         "dryRun": outcome.dry_run,
         "holding": outcome.holding,
-        "nextChange": _timestamp(next_change) if next_change else None,  # null removes it (merge patch)
+        "nextChange": utc_stamp(next_change) if next_change else None,  # null removes it (merge patch)
         "conditions": [
             _condition(CONDITION_READY, true=ready, reason=ready_reason, message=ready_message,
                        outcome=outcome, now=now),
@@ -195,7 +141,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         },
         "heldNamespaces": outcome.held[:list_limit],
         "activeNamespaces": outcome.active[:list_limit],
-        "recentNamespaces": [{"namespace": ns, "lastActivity": _timestamp(change.time), "by": change.by}
+        "recentNamespaces": [{"namespace": ns, "lastActivity": utc_stamp(change.time), "by": change.by}
                              for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
         "wokenNamespaces": woken_entries(woken[:list_limit]),
@@ -250,7 +196,7 @@ def freed_entry(freed: Freed, *, list_limit: int) -> dict[str, Any]:
 def woken_entries(woken: Iterable[tuple[str, WakeVerdict]]) -> list[dict[str, Any]]:
     """`status.wokenNamespaces`: who woke each namespace, until when (the end applied) and why."""
     return [{"namespace": ns, "wake": v.wake.name, "by": v.wake.requested_by,
-             "until": _timestamp(v.applied_end) if v.applied_end else None, "reason": v.wake.reason}
+             "until": utc_stamp(v.applied_end) if v.applied_end else None, "reason": v.wake.reason}
             for ns, v in woken]
 
 
@@ -263,15 +209,15 @@ def restoring_entries(waits: Iterable[TierWait], *, list_limit: int | None = Non
     """`status.restoring` and the JSON report's `restoring`: per namespace, the tier that waits, for which
     earlier workloads, since when, and when it comes back anyway."""
     return [{"namespace": w.namespace, "tier": w.tier, "pending": w.pending,
-             "waitingFor": list(w.waiting_for[:list_limit]), "since": _timestamp(w.since),
-             "until": _timestamp(w.until)} for w in waits]
+             "waitingFor": list(w.waiting_for[:list_limit]), "since": utc_stamp(w.since),
+             "until": utc_stamp(w.until)} for w in waits]
 
 
 def late_entries(late: Iterable[LateTier], *, list_limit: int | None = None) -> list[dict[str, Any]]:
     """`status.restoredLate` and the JSON report's: tiers restored because `restore_wait` passed, and the
     earlier workloads that were not available in time."""
     return [{"namespace": t.namespace, "tier": t.tier, "notReady": list(t.not_ready[:list_limit]),
-             "since": _timestamp(t.since)} for t in late]
+             "since": utc_stamp(t.since)} for t in late]
 
 
 def reverted_entries(reverted: Iterable[Revert]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 A Wake (`operators.wubw.fun/v1alpha1`, namespaced) says when it ends: `spec.until` (RFC 3339) or
 `spec.duration` ("3h", "90m", "1h30m", "2d"), counted from its creation. `spec.requestedBy` is stamped by
 the API server's admission (a MutatingAdmissionPolicy) and cannot be forged (a ValidatingAdmissionPolicy).
-What the run makes of a Wake (Active, Expired, Ignored, and the end it applies) is `job.decide.selection`'s.
+What the run makes of a Wake (Active, Expired, Ignored, and the end it applies) is `job.decide.waking`'s.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from devtools import builders
 from devtools.builders import AdminApi, wait_until
 from job.decide import plan as plan_api
 from job.decide import selection as selection_api
-from job.decide import wakes as wakes_api
+from job.decide import waking
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
 from tests import crds
 from tests.conftest import CRD, WAKE_CRD, apply_manifest
@@ -144,7 +144,7 @@ def test_an_unexpected_error_stays_with_its_policy_wake_or_workload(api: AdminAp
         if policy.name == failing_policy:
             raise RuntimeError("injected into one policy")
         return schedule_state(policy, now)
-    judge = wakes_api.judge
+    judge = waking.judge
     def wake_raises(wake, in_scope, **kwargs):
         if wake.key == failing_wake:
             raise KeyError("injected into one Wake")
@@ -155,7 +155,7 @@ def test_an_unexpected_error_stays_with_its_policy_wake_or_workload(api: AdminAp
             raise ZeroDivisionError("injected into one workload")
         return hold(self, workload, holder)
     monkeypatch.setattr(selection_api, "_schedule_state", policy_raises)
-    monkeypatch.setattr(wakes_api, "judge", wake_raises)
+    monkeypatch.setattr(waking, "judge", wake_raises)
     monkeypatch.setattr(plan_api._Judge, "_hold", workload_raises)
 
     result = run_job()

@@ -1,4 +1,4 @@
-"""The shape of the code, enforced: the stages stay visible, the pure folders stay pure, functions stay small.
+"""The shape of the code, enforced: the layers stay in order, the pure folders stay pure, functions stay small.
 
 A failure here names the file and the line, and says which rule of the README's "Architecture" it breaks."""
 
@@ -12,9 +12,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "job"
-#: what talks to the API server, or sends anything anywhere: never imported by a pure folder
-API_LAYER = ("job.cluster", "job.run", "job.cli", "job.command", "pykube", "requests", "tenacity", "urllib3",
-             "socket", "http", "subprocess", "threading", "concurrent")
+#: The layer order, bottom first: a module may import its own layer and any layer below it, never one above.
+#: Modules named in one entry are beside each other: neither imports the other. `job` itself (the package's
+#: version) and `job.errors` are at the bottom, usable by all. `job.cluster` imports `job.decide`: the API layer
+#: calls decide as a library (what to read next, what a Pod's chain means), and decide never calls back.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("job", "job.errors"),  # the version; what went wrong
+    ("job.model",),  # values and their parsing
+    ("job.decide",),  # every decision, pure
+    ("job.cluster",),  # the API side: reads, writes, the one client
+    ("job.run",),  # orders the stages
+    ("job.report",),  # logs, summary, JSON
+    ("job.cli", "job.plugin"),  # the `nsscaler` command; `kubectl nsscaler`, beside it
+    ("job.command",),  # the CronJob's process
+    ("job.__main__",),  # `python -m job`
+)
+#: what does I/O or runs in the background: never imported by a pure folder (job/decide, job/model)
+IO_MODULES = ("pykube", "requests", "tenacity", "urllib3", "socket", "http", "subprocess", "threading", "concurrent")
 #: the clock: `now` is a parameter of every decision
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 MAX_FUNCTION_LINES = 50
@@ -26,29 +40,83 @@ def _modules(folder: Path) -> list[Path]:
 
 
 def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """Every import of a module, as absolute names (a relative one resolved), with its line."""
+    package = _name(path).split(".")[:None if path.name == "__init__.py" else -1]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             yield from ((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            yield node.lineno, node.module
-            yield from ((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+            module = ".".join(part for part in (base, node.module) if part)
+            yield node.lineno, module
+            yield from ((node.lineno, f"{module}.{alias.name}") for alias in node.names)
 
 
 def _name(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
+KNOWN = {_name(p) for p in _modules(JOB)}
+
+
+def _module_of(imported: str) -> str | None:
+    """The module of ours an import names (`job.decide.plan.Plan` -> `job.decide.plan`), or None."""
+    parts = imported.split(".")
+    return next((m for m in (".".join(parts[:n]) for n in range(len(parts), 0, -1)) if m in KNOWN), None)
+
+
+def _entry(module: str) -> str | None:
+    """The entry of LAYERS a module of ours belongs to (the longest that contains it); `job` only itself."""
+    entries = [e for layer in LAYERS for e in layer
+               if module == e or (e != "job" and module.startswith(e + "."))]
+    return max(entries, key=len, default=None)
+
+
+def _rank(entry: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if entry in layer)
+
+
+def _order() -> str:
+    return " < ".join(" | ".join(layer) for layer in LAYERS)
+
+
+def _against_the_order(path: Path) -> Iterator[str]:
+    where = path.relative_to(ROOT)
+    here = _entry(_name(path))
+    if here is None:
+        yield f"{where}: {_name(path)} is in no layer"
+        return
+    edges = {(line, target) for line, imported in _imports(path) if (target := _module_of(imported))}
+    for line, target in sorted(edges):
+        there = _entry(target)
+        if there is None or there == here or any(n == line and t.startswith(target + ".") for n, t in edges):
+            continue  # `from job.cluster import kube` is one edge, to job.cluster.kube
+        edge = f"{where}:{line}: {_name(path)} -> {target}"
+        if _rank(there) > _rank(here):
+            yield f"{edge}: {here} is below {there} and may not import it"
+        elif _rank(there) == _rank(here):
+            yield f"{edge}: {here} and {there} are beside each other and may not import each other"
+
+
+def test_every_module_has_a_layer() -> None:
+    lost = sorted(m for m in KNOWN if _entry(m) is None)
+    assert not lost, f"modules in no layer: {lost}; add them to LAYERS here and to the README's Architecture"
+    unused = sorted(e for layer in LAYERS for e in layer if e not in KNOWN)
+    assert not unused, f"LAYERS names modules that do not exist: {unused}"
+
+
+@pytest.mark.parametrize("path", _modules(JOB), ids=_name)
+def test_imports_follow_the_layer_order(path: Path) -> None:
+    """Every import, at module level or in a function (a late load is still an edge), follows LAYERS."""
+    bad = list(_against_the_order(path))
+    assert not bad, "imports against the layer order (" + _order() + "):\n" + "\n".join(bad)
+
+
 @pytest.mark.parametrize("path", _modules(JOB / "decide") + _modules(JOB / "model"), ids=_name)
-def test_the_pure_folders_import_no_api_code(path: Path) -> None:
+def test_the_pure_folders_do_no_io(path: Path) -> None:
     bad = [(line, name) for line, name in _imports(path)
-           if any(name == layer or name.startswith(layer + ".") for layer in API_LAYER)]
-    assert not bad, f"{_name(path)} is pure (job/decide, job/model) but imports the API layer: {bad}"
-
-
-@pytest.mark.parametrize("path", _modules(JOB / "model"), ids=_name)
-def test_the_model_depends_on_nothing_above_it(path: Path) -> None:
-    bad = [(line, name) for line, name in _imports(path) if name.startswith("job.decide")]
-    assert not bad, f"{_name(path)} is a value module (job/model) but imports decisions: {bad}"
+           if any(name == lib or name.startswith(lib + ".") for lib in IO_MODULES)]
+    assert not bad, f"{_name(path)} is pure (job/decide, job/model) but imports I/O: {bad}"
 
 
 @pytest.mark.parametrize("path", _modules(JOB / "decide"), ids=_name)

@@ -112,7 +112,8 @@ def test_a_failure_no_single_policy_causes_is_raised(monkeypatch):
     monkeypatch.setattr(selection_api, "_schedule_state", always)
     snapshot = Snapshot(policies=(), namespaces=FAMILY, workloads=(), autoscalers=Autoscalers())
     decision_api.contained(snapshot, settings=settings(), now=NOW)  # no policy: nothing raises
-    monkeypatch.setattr(decision_api, "select", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("everyone's")))
+    monkeypatch.setattr(decision_api, "select_from_workloads",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("everyone's")))
     with pytest.raises(RuntimeError, match="everyone's"):
         decision_api.contained(snapshot, settings=settings(), now=NOW)
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from job.decide import freed
 from job.decide.actions import Action, ActionResult, Verb
-from job.decide.status import PolicyOutcome, build_status
+from job.decide.outcome import PolicyOutcome
+from job.decide.status import build_status
 from job.model.kinds import Kind
 from job.model.marks import ANNOTATION_FREED
 from job.model.resources import (

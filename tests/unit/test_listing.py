@@ -8,7 +8,7 @@ import pytest
 
 from job.decide import listing, reads
 from job.decide.listing import Fetch
-from job.decide.plan import excluded_owners_of, select, sizes_needed
+from job.decide.plan import excluded_owners_of, select_from_workloads, sizes_needed
 from job.model.kinds import BUILTIN
 from job.model.marks import ANNOTATION_EXCLUDE
 from job.model.workloads import Kind, from_api, size_from_metadata
@@ -99,7 +99,7 @@ def test_sizes_needed_are_those_a_decision_reads():
         workload("shop-v3", "reverted", CREATED, SCALED_BY_HAND, record="2"),  # restore: size read again
         workload("kube-system", "dns", CREATED),                               # not in scope: not needed
     ]
-    chosen = select([p], namespaces=namespaces("shop-v1", "shop-v3", "kube-system"), workloads=found,
+    chosen = select_from_workloads([p], namespaces=namespaces("shop-v1", "shop-v3", "kube-system"), workloads=found,
                     settings=settings(), now=None)
     needed = sizes_needed(found, selection=chosen, excluded_owners=excluded_owners_of(found))
     assert sorted(w.name for w in needed) == ["new", "reverted"]

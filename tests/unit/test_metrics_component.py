@@ -17,7 +17,8 @@ import yaml
 
 from devtools import metrics_component as mc
 from job.decide.freed import Freed
-from job.decide.status import PolicyOutcome, build_status
+from job.decide.outcome import PolicyOutcome
+from job.decide.status import build_status
 from job.model.resources import NANO, Footprint
 from tests.conftest import ROOT, kubectl
 

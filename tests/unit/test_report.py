@@ -8,8 +8,8 @@ import io
 import json
 
 from job.decide.actions import ActionResult
+from job.decide.outcome import PolicyOutcome
 from job.decide.plan import make_plan
-from job.decide.status import PolicyOutcome
 from job.model.workloads import Namespace
 from job.report import as_json, plan_table, write_json
 from job.run import RunReport

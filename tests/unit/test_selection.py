@@ -11,9 +11,10 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from job.decide.actions import Verb
+from job.decide.outcome import PolicyOutcome
 from job.decide.plan import make_plan
-from job.decide.selection import activity, select
-from job.decide.status import REASON_EXPIRED, PolicyOutcome, build_status
+from job.decide.selection import activity, select_namespaces
+from job.decide.status import REASON_EXPIRED, build_status
 from job.model.activity import Change, last_user_change
 from job.model.workloads import Kind, Namespace, Workload
 from tests.unit.factories import apply_plan, policy, settings, workload
@@ -35,8 +36,8 @@ def changed(w: Workload, when: dt.datetime, by: str = "helm") -> Workload:
 
 
 def chosen(policies, namespaces, workloads=(), now=NOW, **overrides):
-    return select(policies, namespaces=namespaces, found=activity(workloads), settings=settings(**overrides),
-                  now=now)
+    return select_namespaces(policies, namespaces=namespaces, found=activity(workloads),
+                             settings=settings(**overrides), now=now)
 
 
 @pytest.mark.parametrize(
@@ -260,6 +261,6 @@ def _original_verdicts(policies, namespaces, protected):
        workloads_st, st.none() | st.datetimes(timezones=st.just(dt.UTC)))
 def test_an_original_operator_policy_selects_exactly_as_before(policies, namespaces, workloads, now):
     """Only scope_prefix and active_namespace_suffixes: whatever the time and the activity, as before."""
-    result = select(policies, namespaces=namespaces, found=activity(workloads), settings=settings(), now=now)
+    result = select_namespaces(policies, namespaces=namespaces, found=activity(workloads), settings=settings(), now=now)
     got = {ns: (tuple(p.name for p in v.holders), v.keepers, v.untouchable) for ns, v in result.verdicts.items()}
     assert got == _original_verdicts(policies, namespaces, {"kube-system"})

@@ -7,8 +7,9 @@ import datetime as dt
 import pytest
 
 from job.decide import gitops
+from job.decide.outcome import PolicyOutcome
 from job.decide.pods import Remaining
-from job.decide.status import OWNERS_IN_MESSAGE, PolicyOutcome, build_status
+from job.decide.status import OWNERS_IN_MESSAGE, build_status
 from job.model import managed
 
 NOW = dt.datetime(2026, 12, 3, 8, 0, tzinfo=dt.UTC)

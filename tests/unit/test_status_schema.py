@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from job.decide.status import PolicyOutcome, build_status
+from job.decide.outcome import PolicyOutcome
+from job.decide.status import build_status
 from tests.conftest import CRD
 
 NOW = dt.datetime(2026, 12, 4, 9, 0, tzinfo=dt.UTC)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from job.decide.actions import Action, Verb
-from job.decide.plan import select
+from job.decide.plan import select_from_workloads
 from job.decide.tiers import in_tiers, namespaces_to_read, tier_of
 from job.model import policy as policy_api
 from job.model.kinds import Kind
@@ -184,7 +184,7 @@ def test_the_read_stage_reads_whole_only_namespaces_whose_lowest_pending_tier_is
     still_held = [frozen("app", ns="shop-v5")]
     workloads = [*pending_zero, *pending_later, *flat, *still_held]
     chosen = policy("p", "shop-", ["v1", "v2", "v4"], restore_order=["StatefulSet"])
-    selection = select([chosen], namespaces=namespaces("shop-v1", "shop-v2", "shop-v4", "shop-v5"),
+    selection = select_from_workloads([chosen], namespaces=namespaces("shop-v1", "shop-v2", "shop-v4", "shop-v5"),
                        workloads=workloads, settings=make_settings(), now=NOW)
     assert namespaces_to_read(workloads, selection=selection, policies={"p": chosen}) == ["shop-v2", "shop-v4"]
 

@@ -1,4 +1,4 @@
-"""Wakes in the selection: table tests of the rules (job/decide/wakes.py) and properties over generated
+"""Wakes in the selection: table tests of the rules (job/decide/waking.py) and properties over generated
 policies, namespaces, wakes and instants (hypothesis): a wake only ever adds running namespaces, never holds
 one, and ends exactly at its applied end."""
 
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from job.decide import events, wakes
-from job.decide.selection import Selection, select
+from job.decide import events, waking
+from job.decide.selection import Selection, select_namespaces
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.wake import Wake
@@ -30,7 +30,8 @@ def a_wake(ns: str, *, hours: float = 3, name: str = "w", by: str = "alice", rea
 
 def run(policies: list[policy_api.Policy], wakes_: list[Wake], now: dt.datetime,
         names: tuple[str, ...] = ("shop-v1", "shop-v2", "shop-v3", "other-v1", "kube-system")) -> Selection:
-    return select(policies, namespaces=namespaces(*names), found={}, settings=settings(), now=now, wakes=wakes_)
+    return select_namespaces(policies, namespaces=namespaces(*names), found={}, settings=settings(), now=now,
+                             wakes=wakes_)
 
 
 def test_a_woken_namespace_runs_and_says_who_until_when_and_why():
@@ -105,13 +106,13 @@ def test_wake_specs_are_read_or_refused_with_the_reason():
 def test_a_wake_status_is_sent_only_when_it_changes_and_its_event_once():
     pending = a_wake("shop-v1", status={"state": "Pending"})
     verdict = run([policy("shop", "shop-")], [pending], T0).wakes[("shop-v1", "w")]
-    [(_, body)] = wakes.status_updates([verdict])
+    [(_, body)] = waking.status_updates([verdict])
     assert body["state"] == "Active" and body["appliedUntil"] == "2026-12-04T12:00:00Z"
     [event] = events.of_wakes([verdict])
     assert (event.namespace, event.reason, event.warning) == ("shop-v1", "Woken", False)
     seen = a_wake("shop-v1", status=body)
     again = run([policy("shop", "shop-")], [seen], T0 + H).wakes[("shop-v1", "w")]
-    assert wakes.status_updates([again]) == [] and events.of_wakes([again]) == []
+    assert waking.status_updates([again]) == [] and events.of_wakes([again]) == []
 
 
 # -- properties ------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """What each Wake means this run (pure; `now` is a parameter): Active, Expired or Ignored, the end it applies,
-and the words for its status and the namespace's Event.
+and the words for its status and the namespace's Event. The Wake as read, a value, is `job.model.wake`'s; this
+module is the decision about it (called by the selection, `job.decide.selection`).
 
 Rules, in order of precedence:
 1. A Wake whose spec cannot be read is Ignored, and says why; so is one in a namespace nsscaler never touches
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from job.model.policy import Policy
+from job.model.stamps import utc_stamp
 from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED, Wake
 
 
@@ -41,14 +43,10 @@ class WakeVerdict:
         return self.state == STATE_ACTIVE
 
 
-def _stamp(when: dt.datetime) -> str:
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
-
-
 def woken_words(verdict: WakeVerdict) -> str:
     """ "woken by alice until 2026-12-04T18:00Z: customer demo" """
     w, end = verdict.wake, verdict.applied_end
-    until = f" until {_stamp(end)}" if end else ""
+    until = f" until {utc_stamp(end, precision='minutes')}" if end else ""
     return f"woken by {w.requested_by or 'an unknown user'}{until}" + (f": {w.reason}" if w.reason else "")
 
 
@@ -73,9 +71,10 @@ def judge(wake: Wake, in_scope: Sequence[Policy], *, now: dt.datetime, untouchab
     capped = wake.requested_end > cap_end
     end = cap_end if capped else wake.requested_end
     cut = (f"; capped at {tightest.spec.wake.max_duration} by NSScaler {tightest.name} (requested until "
-           f"{_stamp(wake.requested_end)})") if capped else ""
+           f"{utc_stamp(wake.requested_end, precision='minutes')})") if capped else ""
     if now >= end:
-        return WakeVerdict(wake, STATE_EXPIRED, f"ended at {_stamp(end)}{cut}", names, end, capped)
+        return WakeVerdict(wake, STATE_EXPIRED, f"ended at {utc_stamp(end, precision='minutes')}{cut}", names, end,
+                           capped)
     verdict = WakeVerdict(wake, STATE_ACTIVE, "", names, end, capped)
     return WakeVerdict(wake, STATE_ACTIVE, f"{woken_words(verdict)}{cut}", names, end, capped)
 
@@ -93,7 +92,7 @@ def status_body(verdict: WakeVerdict) -> dict[str, Any]:
     return {
         "state": verdict.state,
         "policy": ", ".join(verdict.policies) or None,
-        "appliedUntil": end.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if end else None,
+        "appliedUntil": utc_stamp(end) if end else None,
         "capped": verdict.capped,
         "message": verdict.message[:1024],
         "observedGeneration": verdict.wake.generation,
