@@ -11,7 +11,7 @@ from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.autoscalers import HPA_PLURAL, SCALED_OBJECTS
-from job.model.kinds import BUILTIN, KindHandler
+from job.model.kinds import BUILTIN, KindHandler, RecordedKind
 from job.model.marks import AGGREGATE_LABEL
 from job.model.settings import Settings
 
@@ -19,7 +19,7 @@ CRD_PLURAL = "customresourcedefinitions"
 _WORKLOAD_VERBS = ("list", "get", "patch")
 
 
-def _kind_access(handler: KindHandler) -> list[Access]:
+def _kind_access(handler: RecordedKind) -> list[Access]:
     return [Access(handler.group, handler.plural, verb) for verb in _WORKLOAD_VERBS]
 
 

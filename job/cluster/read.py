@@ -174,7 +174,7 @@ def complete(kube: Kube, found: list[Workload], needed: Sequence[Workload]) -> l
     for w in needed:
         by_kind.setdefault(w.kind, []).append(w)
     for kind, missing in by_kind.items():
-        handler = missing[0].handling
+        handler = missing[0].kind_handler
         way = listing.fetch(missing=Counter(w.namespace for w in missing),
                             objects=Counter(w.namespace for w in found if w.kind == kind),
                             page_size=kube.settings.page_size)

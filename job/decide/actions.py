@@ -65,7 +65,9 @@ class ActionResult:
 def failure_message(result: ActionResult) -> str:
     """Why a change failed, with what to do when the failed write was also the one that keeps data safe."""
     workload = result.action.workload
-    guard = workload.handling.guard
-    if result.action.verb is Verb.FREEZE and guard is not None and workload.guard_value not in (None, guard.safe):
+    if result.action.verb is not Verb.FREEZE:  # a pause or resume is of a ScaledObject, no workload kind
+        return result.message
+    guard = workload.kind_handler.guard
+    if guard is not None and workload.guard_value not in (None, guard.safe):
         return f"{result.message}; {guard.refused}"
     return result.message

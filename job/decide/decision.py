@@ -172,7 +172,7 @@ def again(write: Write, fresh: dict[str, Any], *, decision: Decision, snapshot: 
     try:
         if write.trigger is not None:
             return scaled_object_action(scaled_object(fresh), write.trigger)
-        workload = with_overhead(from_api(write.action.workload.handling, fresh), snapshot.overheads)
+        workload = with_overhead(from_api(write.action.workload.kind_handler, fresh), snapshot.overheads)
         plan = decision.plan
         replanned = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=[workload],
                               settings=settings, now=now, selection=plan.selection,

@@ -10,7 +10,7 @@ Rules, in order:
    (nearly always the only one). Its `restore_order` and `restore_wait` apply to every workload there.
 3. Of a namespace's pending restores, those of the lowest tier T go now when every workload of a lower tier
    in that namespace (not frozen: brought back before, or never frozen) is available as its kind defines it
-   (`job.model.readiness`); or when `restore_wait` has passed since the earlier tier came back. That time is
+   (`KindHandler.available`); or when `restore_wait` has passed since the earlier tier came back. That time is
    the latest of nsscaler's own writes on them (its restore, whose time the API server stamps in the same
    write: nothing to lose in a crash) and of the wait the policy's status remembers for that tier (a restore
    that leaves nsscaler owning no field, such as a DaemonSet's, leaves no stamp); with neither, the wait

@@ -1,6 +1,7 @@
 """The autoscalers that can undo a freeze, as a run sees them: KEDA ScaledObjects and HPAs (values only).
 
-A ScaledObject sits behind the kind interface (`job.model.kinds.KindHandler`): where it lives, its record
+A ScaledObject sits behind the interface of objects with a record (`job.model.kinds.RecordedKind`, not the
+workload one: it is never selected, runs no Pods and is never waited for): where it lives, its record
 (`nsscaler.wubw.fun/original-paused-replicas`) and how it reads in logs; its `size` is 0 when paused at
 zero, else 1. What to do about either is decided in `job.decide.autoscalers`."""
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from job.model.kinds import Kind, MalformedRecord
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED
-from job.model.workloads import Workload, from_api
+from job.model.workloads import Workload, recorded_from_api
 
 KEDA_GROUP = "keda.sh"
 KEDA_VERSION = "v1alpha1"
@@ -23,18 +24,15 @@ SCALED_OBJECT = Kind("ScaledObject.keda.sh")
 
 @dataclass(frozen=True)
 class ScaledObjectHandler:
-    """A ScaledObject behind the kind interface (where it lives, its record, how it reads in logs).
-    `size` is 0 when paused at zero, else 1."""
+    """A ScaledObject as an object with a record (`RecordedKind`: where it lives, its record, how it reads in
+    logs). `size` is 0 when paused at zero, else 1. Its record is the annotation it had before, made by
+    `job.decide.autoscalers`, not from a size."""
 
     kind: Kind = SCALED_OBJECT
     group: str = KEDA_GROUP
     version: str = KEDA_VERSION
     plural: str = "scaledobjects"
     record_key: str = ANNOTATION_ORIGINAL_PAUSED
-    owner_selects: frozenset[Kind] = frozenset()
-    freezes_controlled: bool = False
-    followed: bool = False
-    guard: None = None
 
     @property
     def api_version(self) -> str:
@@ -45,15 +43,6 @@ class ScaledObjectHandler:
 
     def frozen_body(self) -> dict[str, Any]:
         return {"metadata": {"annotations": {ANNOTATION_KEDA_PAUSED: "0"}}}
-
-    def state_of(self, obj: dict[str, Any]) -> str | None:
-        return None
-
-    def available(self, obj: dict[str, Any]) -> bool:
-        return True  # not a workload: never waited for
-
-    def original_value(self, size: int, state: str | None = None) -> str:
-        raise NotImplementedError("a ScaledObject's record is its previous annotation, see pause_patch")
 
     def restored_body(self, original: str) -> dict[str, Any]:
         try:
@@ -95,12 +84,12 @@ def target_key(w: Workload) -> tuple[str, str, str, str]:
 
 @dataclass(frozen=True)
 class ScaledObject:
-    workload: Workload  # the ScaledObject itself, seen through the kind interface
+    workload: Workload  # the ScaledObject itself, seen as an object with a record
     paused: str | None
     target: tuple[str, str, str, str]
 
 
 def scaled_object(obj: dict[str, Any]) -> ScaledObject:
-    w = from_api(SCALED_OBJECTS, obj)
+    w = recorded_from_api(SCALED_OBJECTS, obj)
     spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
     return ScaledObject(w, _paused(obj), scale_target(w.namespace, spec.get("scaleTargetRef") or {}))

@@ -2,7 +2,8 @@
 
 A unit is one replica (Deployment, StatefulSet, ReplicaSet, ReplicationController, a `/scale` kind), or one
 running Job (`spec.parallelism` Pods). A CronJob's own footprint is no Pod: what its freeze stops are its
-Jobs, each frozen and counted as a Job.
+Jobs, each frozen and counted as a Job. Where a kind keeps its Pod template, and how many Pods a unit runs,
+its handler says (`job.model.kinds`): nothing here knows a kind.
 
 A Pod's effective request per resource is the scheduler's (k8s.io/component-helpers `PodRequests`):
 the sum over its app containers plus its sidecars (init containers with `restartPolicy: Always`), or, when
@@ -168,23 +169,11 @@ def pod_footprint(spec: Mapping[str, Any], *, pods: int, overhead: Amounts | Non
     return one.with_overhead(_amounts(spec.get("overhead")) if overhead is None else overhead)
 
 
-def template_of(kind: str, obj: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, int]:
-    """The Pod spec of one unit of a workload and its Pod count: a Job runs `parallelism` Pods (default 1), a
-    CronJob none of its own (its Jobs are counted), anything else one per replica (`spec.template`)."""
-    spec = obj.get("spec") or {}
-    if kind == "CronJob":
-        return (((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}, 0
-    template = (spec.get("template") or {}).get("spec")
-    if not isinstance(template, Mapping):
-        return None, 0
-    pods = spec.get("parallelism", 1) if kind == "Job" else 1
-    return template, int(pods if pods is not None else 1)
-
-
-def footprint_of(kind: str, obj: Mapping[str, Any]) -> tuple[Footprint | None, str | None]:
-    """A whole object's footprint per unit, and the RuntimeClass whose overhead it still lacks (None: complete).
-    No footprint when the object has no Pod template (a custom kind may keep it elsewhere) or a bad quantity."""
-    template, pods = template_of(kind, obj)
+def footprint_of(template: Mapping[str, Any] | None, pods: int) -> tuple[Footprint | None, str | None]:
+    """The footprint of one unit of a workload that runs `pods` Pods of `template` (its kind's handler says where
+    the template is and how many: `KindHandler.pod_template`), and the RuntimeClass whose overhead it still
+    lacks (None: complete). No footprint without a template (a custom kind may keep it elsewhere) or with a
+    bad quantity."""
     if template is None:
         return None, None
     runtime_class = template.get("runtimeClassName")

@@ -1,8 +1,8 @@
 """What nsscaler knows about a workload, and the record it leaves on the ones it freezes.
 
 Each kind sits behind one small interface (`job.model.kinds`: is it running, the patch that freezes it, the
-patch that restores it), so the planner never branches on kind. The annotation and label keys are owned
-here (the two record keys by `job.model.kinds`, re-exported).
+patch that restores it, where its Pods come from), so the planner never branches on kind. The annotation and
+label keys are owned here (the two record keys by `job.model.kinds`, re-exported).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from job.model import managed
 from job.model.activity import Change, last_user_change, parse_time
-from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, selecting_kinds
+from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, RecordedKind, selecting_kinds
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_FREED,
@@ -45,7 +45,8 @@ class Workload:
     is reported instead of being silently reinterpreted. `controller` is the
     kind of its controller owner, if any (a Deployment's ReplicaSet, a CronJob's Job), and
     `controller_name` its name (an excluded CronJob keeps its Jobs running). `handler` is the kind's
-    handler for this run (a built-in one when not given).
+    handler for this run (a built-in one when not given); a ScaledObject's is not a workload kind's
+    (`recorded_from_api`).
     """
 
     kind: Kind
@@ -60,7 +61,7 @@ class Workload:
     last_user_change: Change | None = None  # for keep_recent: see job.model.activity
     controller: str | None = None
     controller_name: str | None = None
-    handler: KindHandler | None = field(default=None, compare=False, repr=False)
+    handler: RecordedKind | None = field(default=None, compare=False, repr=False)
     #: the field manager that last wrote the size field (not nsscaler): who scaled it up during a freeze
     replicas_manager: str | None = None
     #: "Argo CD" or "Flux" when one of them manages the workload (tracking marks or field managers)
@@ -91,8 +92,19 @@ class Workload:
         return (self.kind.value, self.namespace, self.name)
 
     @property
-    def handling(self) -> KindHandler:
+    def handling(self) -> RecordedKind:
+        """Where it lives, its record, how its size reads: what any object nsscaler writes has."""
         return self.handler or BUILTIN[self.kind]
+
+    @property
+    def kind_handler(self) -> KindHandler:
+        """Its workload kind's handler: what only selection, a freeze and a restore of a workload ask."""
+        if self.handler is None:
+            return BUILTIN[self.kind]
+        if not isinstance(self.handler, KindHandler):
+            # A ScaledObject is paused and resumed by job.decide.autoscalers, never selected or frozen as a workload.
+            raise TypeError(f"{self.ref} is not a workload")
+        return self.handler
 
     @property
     def owner_key(self) -> tuple[str, str, str] | None:
@@ -113,12 +125,12 @@ class Workload:
     @property
     def selecting_kinds(self) -> frozenset[Kind]:
         """The kinds whose selection by a policy freezes this workload."""
-        return selecting_kinds(self.handling, self.controller)
+        return selecting_kinds(self.kind_handler, self.controller)
 
     @property
     def frozen_with_its_owner(self) -> bool:
         """True when its controller owner is the one to freeze (a Deployment's ReplicaSet), never itself."""
-        return self.controller is not None and not self.handling.freezes_controlled
+        return self.controller is not None and not self.kind_handler.freezes_controlled
 
     def record_is_valid(self) -> bool:
         if self.original is None:
@@ -157,7 +169,7 @@ def _controller(meta: dict[str, Any]) -> tuple[str | None, str | None]:
     return (str(owner.get("kind")), str(owner.get("name"))) if owner else (None, None)
 
 
-def size_from_metadata(handler: KindHandler, meta: dict[str, Any]) -> int | None:
+def size_from_metadata(handler: RecordedKind, meta: dict[str, Any]) -> int | None:
     """The size of an object known from its metadata alone, or None.
 
     It is known when the object carries our record and nsscaler still owns its size field in
@@ -178,44 +190,58 @@ def _interned(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
+def _recorded(handler: RecordedKind, obj: dict[str, Any], *, metadata_only: bool) -> dict[str, Any]:
+    """The fields of any object with a record, workload or not, as `Workload` keywords."""
+    meta = obj.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    fields = meta.get("managedFields") or []
+    controller, controller_name = _controller(meta)
+    return {
+        "kind": handler.kind,
+        "namespace": sys.intern(meta["namespace"]),  # one string per namespace, however many workloads
+        "name": meta["name"],
+        "resource_version": meta.get("resourceVersion", ""),
+        "size": size_from_metadata(handler, meta) if metadata_only else handler.size_of(obj),
+        "original": annotations.get(handler.record_key),
+        "scaled_by": _interned(annotations.get(ANNOTATION_SCALED_BY)),
+        "excluded": annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
+        "uid": meta.get("uid", ""),
+        "last_user_change": last_user_change(meta),
+        "controller": controller,
+        "controller_name": controller_name,
+        "handler": None if handler.kind in BUILTIN else handler,
+        "replicas_manager": _interned(managed.size_manager(fields, managed.size_path(handler.frozen_body()),
+                                                           ignore=FIELD_MANAGER)),
+        "gitops": managed.tool(annotations=annotations, labels=meta.get("labels") or {},
+                               managers=(str(m.get("manager")) for m in fields)),
+        "freed": _interned(annotations.get(ANNOTATION_FREED)),
+        "tier": _interned(annotations.get(ANNOTATION_RESTORE_TIER)),
+        # freezes sent together share their second: one string for them all
+        "written_by_nsscaler": _interned(managed.written_at(fields, FIELD_MANAGER)),
+    }
+
+
+def recorded_from_api(handler: RecordedKind, obj: dict[str, Any]) -> Workload:
+    """An object that is not a workload but carries a record (a ScaledObject): nothing about its Pods, its
+    availability or a guard, which only a workload kind knows."""
+    return Workload(**_recorded(handler, obj, metadata_only=False))
+
+
 def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bool = False) -> Workload:
     """Reduce one API object to a Workload right away, so a large LIST never stays in memory whole.
     `metadata_only`: `obj` came from a metadata-only LIST (no spec, no status)."""
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
-    meta = obj.get("metadata") or {}
-    footprint, runtime_class = (None, None) if metadata_only else footprint_of(handler.kind.short, obj)
-    annotations = meta.get("annotations") or {}
-    fields = meta.get("managedFields") or []
-    controller, controller_name = _controller(meta)
+    guard, annotations = handler.guard, (obj.get("metadata") or {}).get("annotations") or {}
+    footprint, runtime_class = (None, None) if metadata_only else footprint_of(*handler.pod_template(obj))
     return Workload(
-        kind=handler.kind,
-        namespace=sys.intern(meta["namespace"]),  # one string per namespace, however many workloads
-        name=meta["name"],
-        resource_version=meta.get("resourceVersion", ""),
-        size=size_from_metadata(handler, meta) if metadata_only else handler.size_of(obj),
-        original=annotations.get(handler.record_key),
-        scaled_by=_interned(annotations.get(ANNOTATION_SCALED_BY)),
-        excluded=annotations.get(ANNOTATION_EXCLUDE, "").lower() == "true",
-        uid=meta.get("uid", ""),
-        last_user_change=last_user_change(meta),
-        controller=controller,
-        controller_name=controller_name,
-        handler=None if handler.kind in BUILTIN else handler,
-        replicas_manager=_interned(managed.size_manager(fields, managed.size_path(handler.frozen_body()),
-                                                       ignore=FIELD_MANAGER)),
-        guard_value=None if metadata_only or handler.guard is None else handler.guard.value_in(obj),
+        **_recorded(handler, obj, metadata_only=metadata_only),
+        guard_value=None if metadata_only or guard is None else guard.value_in(obj),
         state=None if metadata_only else handler.state_of(obj),
-        guard_original=annotations.get(handler.guard.record_key) if handler.guard else None,
-        gitops=managed.tool(annotations=annotations, labels=meta.get("labels") or {},
-                           managers=(str(m.get("manager")) for m in fields)),
+        guard_original=annotations.get(guard.record_key) if guard else None,
         # many workloads share a template: their footprints and records are held once
         footprint=_interned(footprint.record()) if footprint is not None else None,
         runtime_class=_interned(runtime_class),
-        freed=_interned(annotations.get(ANNOTATION_FREED)),
-        tier=_interned(annotations.get(ANNOTATION_RESTORE_TIER)),
         available=None if metadata_only else handler.available(obj),
-        # freezes sent together share their second: one string for them all
-        written_by_nsscaler=_interned(managed.written_at(fields, FIELD_MANAGER)),
     )
 
 
@@ -235,7 +261,7 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def freeze_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
     """Size to zero and the record, in one merge patch. An existing record is never overwritten:
     a workload scaled up by hand during a freeze keeps its pre-freeze count."""
-    handler = workload.handling
+    handler = workload.kind_handler
     if workload.original is not None:
         original = workload.original
     elif workload.size is not None:
@@ -269,7 +295,7 @@ def adopt_patch(workload: Workload, *, policy: str) -> dict[str, Any]:
 
 def restore_patch(workload: Workload) -> dict[str, Any]:
     """The recorded size back and the record removed, in one merge patch. Raises MalformedRecord."""
-    handler = workload.handling
+    handler = workload.kind_handler
     assert workload.original is not None
     annotations: dict[str, str | None] = {handler.record_key: None, ANNOTATION_SCALED_BY: None,
                                           **({ANNOTATION_FREED: None} if workload.freed is not None else {})}

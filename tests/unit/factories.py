@@ -59,7 +59,7 @@ def apply_plan(plan: Plan, workloads: list[Workload]) -> list[Workload]:
     by_key = {w.key: w for w in workloads}
     for action in plan.actions:
         w = by_key[action.workload.key]
-        handler = w.handling
+        handler = w.kind_handler
         annotations = {k: v for k, v in ((handler.record_key, w.original), (ANNOTATION_SCALED_BY, w.scaled_by))
                        if v is not None}
         obj = _merge(handler.restored_body(handler.original_value(w.size)), {"metadata": {"annotations": annotations}})

@@ -14,7 +14,7 @@ from job.decide import freed
 from job.decide.actions import Action, ActionResult, Verb
 from job.decide.outcome import PolicyOutcome
 from job.decide.status import build_status
-from job.model.kinds import Kind
+from job.model.kinds import BUILTIN, Kind
 from job.model.marks import ANNOTATION_FREED
 from job.model.resources import (
     NANO,
@@ -128,7 +128,8 @@ def _obj(kind: str, spec: dict[str, object], **top: object) -> dict[str, object]
     pytest.param("CronJob", {}, 0, id="a-cronjob-counts-through-its-jobs"),
 ])
 def test_one_unit_of_each_kind(kind, top, pods):
-    found, pending = footprint_of(kind, _obj(kind, {"containers": [c(requests={"cpu": "1"})]}, **top))
+    obj = _obj(kind, {"containers": [c(requests={"cpu": "1"})]}, **top)
+    found, pending = footprint_of(*BUILTIN[Kind(kind)].pod_template(obj))
     assert pending is None
     assert found is not None and found.pods == pods and found.requests == ({"cpu": n(pods)} if pods else {})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from job.cluster.access import required_access
+from job.cluster.kube import Access
 from job.decide.actions import Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects
 from job.decide.plan import make_plan
@@ -20,6 +22,8 @@ from job.model.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED, ANNOTATION_SCALED_BY, LABEL_SCALED
 from job.model.workloads import from_api
 from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def crd(kind: str, group: str, *, path: str | None = ".spec.replicas", scope: str = "Namespaced",
@@ -69,12 +73,39 @@ def test_spec_kinds_accepts_built_ins_and_kind_dot_group(kinds, ok):
 
 
 def test_the_crd_accepts_exactly_what_the_job_accepts():
-    root = Path(__file__).resolve().parents[2]
-    crd_doc = yaml.safe_load((root / "kustomize/base/crd.yaml").read_text())
+    crd_doc = yaml.safe_load((ROOT / "kustomize/base/crd.yaml").read_text())
     kinds = crd_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["kinds"]
-    assert kinds["items"]["pattern"] == KIND_PATTERN
+    assert kinds["items"]["pattern"] == KIND_PATTERN, (
+        "kustomize/base/crd.yaml: set spec.kinds.items.pattern to job.model.kinds.KIND_PATTERN")
     assert all(name in kinds["description"] for name in BUILTIN_NAMES) and "<Kind>.<group>" in kinds["description"]
-    assert set(BUILTIN_NAMES) == set(BUILTIN)
+    assert set(BUILTIN_NAMES) == set(BUILTIN), (
+        "job/model/kinds/kind.py: BUILTIN_NAMES must name exactly the kinds of BUILTIN (job/model/kinds/registry.py)")
+    # restore_order names kinds too, so it accepts what spec.kinds does
+    order = crd_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "restore_order"]
+    assert order["items"]["pattern"] == KIND_PATTERN, (
+        "kustomize/base/crd.yaml: set spec.restore_order.items.pattern to job.model.kinds.KIND_PATTERN")
+
+
+def _granted(rules: list[dict[str, Any]], access: Access) -> bool:
+    return any(access.group in r.get("apiGroups", []) and access.resource in r.get("resources", [])
+               and access.verb in r.get("verbs", []) for r in rules)
+
+
+def test_the_shipped_cluster_role_grants_what_a_run_needs_for_every_built_in_kind():
+    """The registry decides what a run asks for (`required_access`); the ClusterRole must grant it all."""
+    role = next(d for d in yaml.safe_load_all((ROOT / "kustomize/base/rbac.yaml").read_text())
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "nsscaler-base")
+    missing = [str(a) for a in required_access(settings(dry_run=False, events=True)) if not _granted(role["rules"], a)]
+    assert not missing, f"kustomize/base/rbac.yaml: grant {', '.join(missing)} in the ClusterRole nsscaler-base"
+
+
+def test_the_readme_kind_table_names_every_built_in_kind():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### What gets frozen", 1)[1].split("\n\n", 2)[1]
+    named = {name for row in table.splitlines()[2:] for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
+    missing = sorted(set(BUILTIN_NAMES) - named)
+    assert not missing, f"README.md: add {missing} to the table under \"What gets frozen\""
 
 
 def test_a_policy_naming_an_unknown_kind_is_invalid_and_the_others_stay():
@@ -94,6 +125,19 @@ def test_a_policy_naming_an_unknown_kind_is_invalid_and_the_others_stay():
 def test_only_a_running_job_counts_as_running(status, spec, running):
     job = {"metadata": {"namespace": "n", "name": "j"}, "spec": spec, "status": status}
     assert from_api(Kind.JOB, job).size == int(running)
+
+
+def test_a_custom_kind_named_job_is_read_as_its_own_kind_never_as_a_batch_job():
+    """Its handler, not its short name, says where its Pods come from: one per replica, whatever a field
+    named `parallelism` says, and its size is its replica count even with `suspend` set."""
+    custom = resolve([Kind("Job.example.com")], [crd("Job", "example.com")]).handlers[Kind("Job.example.com")]
+    template = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    obj = {"metadata": {"namespace": "n", "name": "j"},
+           "spec": {"replicas": 3, "parallelism": 4, "suspend": True, "template": {"spec": template}}}
+    w = from_api(custom, obj)
+    assert (w.kind, w.size, w.footprint) == ("Job.example.com", 3, '{"pods":1,"requests":{"cpu":"1"}}')
+    batch = from_api(Kind.JOB, {**obj, "spec": {**obj["spec"], "suspend": False}})
+    assert (batch.size, batch.footprint) == (1, '{"pods":4,"requests":{"cpu":"4"}}')
 
 
 def test_controller_owner_is_read_from_owner_references():
