@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import IO, Any, TextIO
 
+from job.decide import figures
 from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
 from job.decide.outcome import PolicyOutcome
@@ -166,10 +167,8 @@ def as_json(report: RunReport, *, with_actions: bool = True) -> dict[str, Any]:
         "policies": [{
             "name": p.name, "ok": p.ok, "done": p.done, "invalid": p.invalid, "suspended": p.suspended,
             "dryRun": p.dry_run, "held": p.held, "active": p.active, "keptRunning": p.kept_running_by,
-            "frozen": p.frozen, "restored": p.restored, "adopted": p.adopted, "unchanged": p.unchanged,
-            "excluded": p.excluded, "keptFrozen": p.kept_frozen, "podsLeft": p.pods_left, "failures": p.failures,
-            "capExceeded": p.cap_message, "holding": p.holding, "podsExcluded": p.pods_excluded,
-            "gitOpsManaged": p.gitops_managed,
+            **figures.report_figures(p), "adopted": p.adopted, "failures": p.failures,
+            "capExceeded": p.cap_message, "holding": p.holding,
             "remaining": remaining_entries(p.remaining),
             "reverted": reverted_entries(p.reverted),
             "freed": freed_entry(p.freed, list_limit=MAX_TOP_NAMESPACES),

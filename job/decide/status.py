@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from job.decide import figures
 from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
 from job.decide.outcome import PolicyOutcome
@@ -122,23 +123,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
             _condition(CONDITION_DRAINED, true=drained, reason=drained_reason, message=drained_message,
                        outcome=outcome, now=now),
         ],
-        "counts": {
-            "heldNamespaces": len(outcome.held),
-            "activeNamespaces": len(outcome.active),
-            "recentNamespaces": len(recent),
-            "wokenNamespaces": len(woken),
-            "frozen": outcome.frozen,
-            "restored": outcome.restored,
-            "unchanged": outcome.unchanged,
-            "excluded": outcome.excluded,
-            "keptFrozen": outcome.kept_frozen,
-            "failed": outcome.failed,
-            "podsLeft": outcome.pods_left,
-            "podsExcluded": outcome.pods_excluded,
-            "reverted": len(outcome.reverted),
-            "gitOpsManaged": outcome.gitops_managed,
-            "restoring": len(outcome.restoring),
-        },
+        "counts": figures.counts(outcome),
         "heldNamespaces": outcome.held[:list_limit],
         "activeNamespaces": outcome.active[:list_limit],
         "recentNamespaces": [{"namespace": ns, "lastActivity": utc_stamp(change.time), "by": change.by}
