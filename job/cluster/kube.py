@@ -288,7 +288,8 @@ class Kube:
         """Every API group with its versions and resources, in one response (aggregated discovery, GA in
         Kubernetes 1.30; an older server answers with the plain group list, without resources). Readable by
         every authenticated identity (`system:discovery`)."""
-        return dict(self._send("get", "GET", version="/apis", headers=_AGGREGATED_DISCOVERY))
+        # Not version="/apis": pykube ends an empty path with a slash, and /apis/ is the plain group list.
+        return dict(self._send("get", "GET", version="/", url="apis", headers=_AGGREGATED_DISCOVERY))
 
     # -- writes ----------------------------------------------------------------------------------
     def _write_params(self, dry_run: bool) -> dict[str, str]:
