@@ -25,6 +25,7 @@ import pykube
 import requests
 from pykube.http import KubernetesHTTPAdapter
 
+from job.cluster import answers, kubeconfig
 from job.errors import ApiError, Conflict, StartupError
 from job.model.marks import FIELD_MANAGER
 from job.model.settings import Settings
@@ -38,7 +39,8 @@ _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 _METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}
-_MAX_RETRY_AFTER = 30.0
+_AGGREGATED_DISCOVERY = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                                   "application/json"}
 
 
 class _Retryable(ApiError):
@@ -83,22 +85,25 @@ class RequestCounter:
             return dict(sorted(self._counts.items()))
 
 
-def _load_config(settings: Settings) -> pykube.KubeConfig:
-    """ServiceAccount in a pod, else --kubeconfig, $KUBECONFIG, ~/.kube/config; never logs credentials."""
-    explicit = settings.kubeconfig or (Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
-                                       if os.environ.get("KUBECONFIG") else None)
-    in_pod = os.environ.get("KUBERNETES_SERVICE_HOST") and (_SERVICE_ACCOUNT_DIR / "token").exists()
+def _load_config(settings: Settings, *, in_pod: bool | None = None) -> pykube.KubeConfig:
+    """ServiceAccount in a pod, else --kubeconfig, $KUBECONFIG (merged), ~/.kube/config; never logs credentials.
+    `in_pod=False` for a person's own command (the plugin): their kubeconfig, whatever pod it may run in."""
+    found = kubeconfig.source(settings.kubeconfig, os.environ)
+    if in_pod is None:
+        in_pod = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (_SERVICE_ACCOUNT_DIR / "token").exists()
     try:
-        if explicit is None and in_pod:
+        if found is None and in_pod:
             return pykube.KubeConfig.from_service_account()
-        path = explicit or Path.home() / ".kube" / "config"
-        if not path.exists():
-            raise StartupError(f"no credentials: kubeconfig {path} does not exist; pass --kubeconfig, set "
+        found = found or kubeconfig.Source((Path.home() / ".kube" / "config",))
+        paths = kubeconfig.existing(found)
+        if not paths or not all(p.exists() for p in paths):
+            raise StartupError(f"no credentials: kubeconfig {found} does not exist; pass --kubeconfig, set "
                                f"KUBECONFIG, or run in a pod with a ServiceAccount")
-        config = pykube.KubeConfig.from_file(str(path))
+        config = (pykube.KubeConfig.from_file(str(paths[0])) if len(paths) == 1 else
+                  pykube.KubeConfig(kubeconfig.merge([(p, pykube.KubeConfig.from_file(str(p)).doc) for p in paths])))
         if settings.context:
             if settings.context not in config.contexts:
-                raise StartupError(f"context {settings.context!r} is not in {path}; "
+                raise StartupError(f"context {settings.context!r} is not in {found}; "
                                    f"known: {', '.join(sorted(config.contexts)) or 'none'}")
             config.set_current_context(settings.context)
     except StartupError:
@@ -108,26 +113,13 @@ def _load_config(settings: Settings) -> pykube.KubeConfig:
     try:  # pykube reads the file's parts only when they are first used: use them here, where a bad one is named
         if not isinstance(config.cluster["server"], str) or not isinstance(config.user, dict):
             raise TypeError("its server or user is not what a kubeconfig holds")
+        if why := kubeconfig.unusable_exec(config.user):
+            raise TypeError(why)
     except Exception as exc:
-        raise StartupError(f"{path} is not a usable kubeconfig ({type(exc).__name__}: {exc}); pass --kubeconfig "
+        raise StartupError(f"{found} is not a usable kubeconfig ({type(exc).__name__}: {exc}); pass --kubeconfig "
                            f"or set KUBECONFIG to a file with a current context, its cluster's server and "
                            f"its user") from None
     return config
-
-
-def _retry_after(resp: requests.Response) -> float | None:
-    value = resp.headers.get("Retry-After", "")
-    return min(float(value), _MAX_RETRY_AFTER) if value.isdigit() else None
-
-
-def _error_message(resp: requests.Response) -> str:
-    try:
-        body = resp.json()
-        if isinstance(body, dict) and body.get("message"):
-            return str(body["message"])
-    except ValueError:
-        pass
-    return resp.reason or f"HTTP {resp.status_code}"
 
 
 def _settle_environment(session: requests.Session, *, server: str) -> None:
@@ -151,6 +143,17 @@ class Kube:
         self.api.session.headers["User-Agent"] = "nsscaler"
         _settle_environment(self.api.session, server=self.server)
         self.requests = RequestCounter()
+
+    @classmethod
+    def as_user(cls, *, kubeconfig: Path | None, context: str | None) -> Kube:
+        """A person's connection (`kubectl nsscaler`): their kubeconfig and context, never the ServiceAccount of
+        a pod the command may run in, and none of the job's NSSCALER_* environment. Retries stop sooner than
+        the run's: a person is waiting, and an API server that does not answer in seconds is worth saying so."""
+        settings = Settings.model_construct(kubeconfig=kubeconfig, context=context, retry_attempts=3,
+                                            retry_budget=10.0)
+        kube = cls(settings, config=_load_config(settings, in_pod=False))
+        kube.api.session.headers["User-Agent"] = "kubectl-nsscaler"  # the Wakes it creates are the person's
+        return kube
 
     def _retrying(self) -> tenacity.Retrying:
         """The retry policy, built when a request first fails: tenacity costs each call ~35 µs, and a large
@@ -193,11 +196,11 @@ class Kube:
         if resp.status_code == 429:
             self.requests.add_throttled()
         if resp.status_code in _RETRY_STATUSES:
-            raise _Retryable(resp.status_code, _error_message(resp), _retry_after(resp))
+            raise _Retryable(resp.status_code, answers.error_message(resp), answers.retry_after(resp))
         if resp.status_code == 409:
-            raise Conflict(409, _error_message(resp))
+            raise Conflict(409, answers.error_message(resp))
         if resp.status_code >= 400:
-            raise ApiError(resp.status_code, _error_message(resp))
+            raise ApiError(resp.status_code, answers.error_message(resp))
         return resp
 
     def _send(self, verb: str, method: str, *, parse: bool = True, **kwargs: Any) -> Any:
@@ -217,7 +220,11 @@ class Kube:
         except _Retryable as exc:
             raise ApiError(exc.status, f"{exc.message} (gave up after retries)") from None
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise ApiError(0, f"cannot reach the API server at {self.server}: {type(exc).__name__}") from None
+            raise ApiError(0, answers.unreachable(self.server, exc)) from None
+        except answers.CREDENTIAL_ERRORS as exc:  # pykube runs the exec plugin inside the request
+            if (message := answers.credential_failure(self.config.user, exc)) is None:
+                raise
+            raise ApiError(0, message) from None
         return resp.json() if parse and resp.content else {}
 
     # -- reads -----------------------------------------------------------------------------------
@@ -273,8 +280,16 @@ class Kube:
         return list(page.get("items") or []), (int(remaining) if remaining is not None else
                                                (0 if token is None else None)), token
 
-    def get(self, *, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
+    def get(self, *, version: str, plural: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """One object; cluster-scoped without `namespace`."""
         return dict(self._send("get", "GET", version=version, namespace=namespace, url=f"{plural}/{name}"))
+
+    def discovery(self) -> dict[str, Any]:
+        """Every API group with its versions and resources, in one response (aggregated discovery, GA in
+        Kubernetes 1.30; an older server answers with the plain group list, without resources). Readable by
+        every authenticated identity (`system:discovery`)."""
+        # Not version="/apis": pykube ends an empty path with a slash, and /apis/ is the plain group list.
+        return dict(self._send("get", "GET", version="/", url="apis", headers=_AGGREGATED_DISCOVERY))
 
     # -- writes ----------------------------------------------------------------------------------
     def _write_params(self, dry_run: bool) -> dict[str, str]:
@@ -295,6 +310,16 @@ class Kube:
         where: dict[str, Any] = {"namespace": namespace} if namespace else {}
         self._send("patch", "PATCH", version=version, url=f"{plural}/{name}/status", json={"status": status},
                    headers=_MERGE_PATCH, params=self._write_params(False), parse=False, **where)
+
+    def create(self, *, version: str, plural: str, body: dict[str, Any],
+               namespace: str | None = None) -> dict[str, Any]:
+        """POST `body`; the object as created (a review: with the server's answer in its status). The field
+        manager is the API server's default, from the User-Agent: the job's, or a person's plugin."""
+        where: dict[str, Any] = {"namespace": namespace} if namespace else {}
+        return dict(self._send("create", "POST", version=version, url=plural, json=body, **where))
+
+    def delete(self, *, version: str, plural: str, namespace: str, name: str) -> None:
+        self._send("delete", "DELETE", version=version, namespace=namespace, url=f"{plural}/{name}", parse=False)
 
     def create_event(self, *, namespace: str, involved: dict[str, str], reason: str, message: str,
                      warning: bool, now: dt.datetime) -> None:

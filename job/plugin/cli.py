@@ -8,17 +8,17 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from job.cluster.kube import Kube
+from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
 from job.model import wake as wake_api
-from job.model.marks import ANNOTATION_SCALED_BY, LABEL_SCALED
-from job.plugin import cron
-from job.plugin.client import Client, Refused
+from job.model.kinds import BUILTIN, Kind
+from job.plugin import cron, workloads
 
-_WAKES = f"/apis/{policy_api.API_VERSION}/namespaces/{{ns}}/{wake_api.PLURAL}"
-_FROZEN_KINDS = (("apps/v1", "deployments", "Deployment"), ("apps/v1", "statefulsets", "StatefulSet"),
-                 ("batch/v1", "cronjobs", "CronJob"))
+_CRONJOBS = BUILTIN[Kind.CRONJOB]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,12 +59,12 @@ def _stamp(when: dt.datetime | None) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%MZ") if when else "unknown"
 
 
-def next_run_words(client: Client, cronjob: str, *, now: dt.datetime) -> str:
+def next_run_words(kube: Kube, cronjob: str, *, now: dt.datetime) -> str:
     """ "next nsscaler run due 2026-12-04 12:30Z", or why that cannot be said."""
     ns, _, name = cronjob.partition("/")
     try:
-        obj = client.call("GET", f"/apis/batch/v1/namespaces/{ns}/cronjobs/{name}")
-    except Refused as exc:
+        obj = kube.get(version=_CRONJOBS.api_version, plural=_CRONJOBS.plural, namespace=ns, name=name)
+    except ApiError as exc:
         return f"next nsscaler run: unknown (cannot read CronJob {cronjob}: {exc.status or 'unreachable'})"
     spec = obj.get("spec") or {}
     if spec.get("suspend"):
@@ -76,8 +76,16 @@ def next_run_words(client: Client, cronjob: str, *, now: dt.datetime) -> str:
     return f"next nsscaler run due {_stamp(due)} (schedule {spec.get('schedule')!r})"
 
 
-def wake(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
-    ns = args.namespace or client.namespace
+def _namespace(kube: Kube, args: argparse.Namespace) -> str:
+    return str(args.namespace or kube.config.namespace or "default")
+
+
+def _wakes(kube: Kube, ns: str) -> list[dict[str, Any]]:
+    return list(kube.list_all(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=ns))
+
+
+def wake(kube: Kube, args: argparse.Namespace, *, now: dt.datetime) -> int:
+    ns = _namespace(kube, args)
     try:
         length = policy_api.parse_duration(args.duration)
     except ValueError as exc:
@@ -87,26 +95,32 @@ def wake(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
     body = {"apiVersion": policy_api.API_VERSION, "kind": wake_api.KIND,
             "metadata": {"generateName": "wake-", "namespace": ns}, "spec": spec}
     try:
-        created = client.call("POST", _WAKES.format(ns=ns), body=body)
-    except Refused as exc:
+        created = kube.create(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=ns, body=body)
+    except ApiError as exc:
         print(f"kubectl nsscaler wake: the API server refused: {exc.message}", file=sys.stderr)
         return 1
     name, by = created["metadata"]["name"], (created.get("spec") or {}).get("requestedBy", "?")
     print(f"Wake {ns}/{name} created by {by} for {args.duration} (until {_stamp(now + length)} at most; the "
           f"policy may cap it).")
-    print(f"It is Pending until the next run restores {ns}: {next_run_words(client, args.cronjob, now=now)}.")
+    print(f"It is Pending until the next run restores {ns}: {next_run_words(kube, args.cronjob, now=now)}.")
     return 0
 
 
-def sleep(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
-    ns = args.namespace or client.namespace
+def whoami(kube: Kube) -> str:
+    review = kube.create(version="authentication.k8s.io/v1", plural="selfsubjectreviews",
+                         body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "")
+
+
+def sleep(kube: Kube, args: argparse.Namespace, *, now: dt.datetime) -> int:
+    ns = _namespace(kube, args)
     try:
-        me = client.whoami()
-        found = client.call("GET", _WAKES.format(ns=ns)).get("items") or []
+        me = whoami(kube)
+        found = _wakes(kube, ns)
         mine = [w["metadata"]["name"] for w in found if (w.get("spec") or {}).get("requestedBy") == me]
         for name in mine:
-            client.call("DELETE", f"{_WAKES.format(ns=ns)}/{name}")
-    except Refused as exc:
+            kube.delete(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=ns, name=name)
+    except ApiError as exc:
         print(f"kubectl nsscaler sleep: the API server refused: {exc.message}", file=sys.stderr)
         return 1
     if not mine:
@@ -114,33 +128,14 @@ def sleep(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
         print(f"{me} has no Wake in {ns}" + (f" ({others} by others, theirs to end)" if others else "") + ".")
         return 0
     print(f"Deleted {', '.join(mine)} in {ns}. Unless another Wake keeps it running, {ns} is held again from "
-          f"the next run: {next_run_words(client, args.cronjob, now=now)}.")
+          f"the next run: {next_run_words(kube, args.cronjob, now=now)}.")
     return 0
 
 
-def _workloads(client: Client, ns: str) -> tuple[list[str], list[str]]:
-    """What nsscaler froze in `ns` ("Deployment/web (by shop)") and what still runs ("Deployment/api: 2"), of
-    the kinds it freezes by default and CronJobs, as far as the user may read them."""
-    frozen, running = [], []
-    for version, plural, kind in _FROZEN_KINDS:
-        try:
-            items = client.call("GET", f"/apis/{version}/namespaces/{ns}/{plural}").get("items") or []
-        except Refused:
-            continue
-        for o in items:
-            meta, spec = o["metadata"], o.get("spec") or {}
-            if (meta.get("labels") or {}).get(LABEL_SCALED) == "true":
-                frozen.append(f"{kind}/{meta['name']} (by {(meta.get('annotations') or {}).get(ANNOTATION_SCALED_BY)})")
-            elif spec.get("replicas", 1) and not spec.get("suspend"):
-                size = f": {spec['replicas']}" if "replicas" in spec else ""
-                running.append(f"{kind}/{meta['name']}{size}")
-    return frozen, running
-
-
-def _wake_lines(client: Client, ns: str) -> list[str]:
+def _wake_lines(kube: Kube, ns: str) -> list[str]:
     try:
-        wakes = client.call("GET", _WAKES.format(ns=ns)).get("items") or []
-    except Refused as exc:
+        wakes = _wakes(kube, ns)
+    except ApiError as exc:
         return [f"  Wakes: cannot read ({exc.status})"]
     lines = []
     for w in wakes:
@@ -151,11 +146,11 @@ def _wake_lines(client: Client, ns: str) -> list[str]:
     return lines or ["  no Wake"]
 
 
-def _policy_lines(client: Client, ns: str) -> list[str]:
+def _policy_lines(kube: Kube, ns: str) -> list[str]:
     """What each NSScaler with `ns` in scope says about it (only when the user may read NSScalers)."""
     try:
-        policies = client.call("GET", f"/apis/{policy_api.API_VERSION}/{policy_api.PLURAL}").get("items") or []
-    except Refused:
+        policies = list(kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL))
+    except ApiError:
         return ["  NSScalers: cannot read them with these permissions (the records on workloads say enough)"]
     lines = []
     for p in policies:
@@ -183,22 +178,24 @@ def _tier_words(entry: dict[str, Any]) -> str:
             f"available, at most until {entry.get('until')}")
 
 
-def status(client: Client, args: argparse.Namespace, *, now: dt.datetime) -> int:
+def status(kube: Kube, args: argparse.Namespace, *, now: dt.datetime) -> int:
     if args.policy:
-        return _policy_status(client, args.policy, cronjob=args.cronjob, now=now)
-    ns = args.namespace or client.namespace
-    frozen, running = _workloads(client, ns)
-    print(f"{ns}: {'held: ' + str(len(frozen)) + ' workloads frozen' if frozen else 'running'}")
-    lines = [f"  frozen {line}" for line in frozen[:20]] + [f"  runs {line}" for line in running[:20]]
-    print("\n".join(lines + _wake_lines(client, ns) + _policy_lines(client, ns)))
-    print(next_run_words(client, args.cronjob, now=now))
+        return _policy_status(kube, args.policy, cronjob=args.cronjob, now=now)
+    ns = _namespace(kube, args)
+    found = workloads.in_namespace(kube, ns)
+    print(f"{ns}: {'held: ' + str(len(found.frozen)) + ' workloads frozen' if found.frozen else 'running'}")
+    lines = [f"  frozen {line}" for line in found.frozen[:20]] + [f"  runs {line}" for line in found.running[:20]]
+    if found.unreadable:
+        lines.append(f"  cannot read with these permissions: {', '.join(found.unreadable)}")
+    print("\n".join(lines + _wake_lines(kube, ns) + _policy_lines(kube, ns)))
+    print(next_run_words(kube, args.cronjob, now=now))
     return 0
 
 
-def _policy_status(client: Client, name: str, *, cronjob: str, now: dt.datetime) -> int:
+def _policy_status(kube: Kube, name: str, *, cronjob: str, now: dt.datetime) -> int:
     try:
-        obj = client.call("GET", f"/apis/{policy_api.API_VERSION}/{policy_api.PLURAL}/{name}")
-    except Refused as exc:
+        obj = kube.get(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=name)
+    except ApiError as exc:
         print(f"kubectl nsscaler status: {exc.message}", file=sys.stderr)
         return 1
     status = obj.get("status") or {}
@@ -213,7 +210,7 @@ def _policy_status(client: Client, name: str, *, cronjob: str, now: dt.datetime)
               f"{': ' + w['reason'] if w.get('reason') else ''}")
     for w in status.get("restoring") or []:
         print(f"  restoring: {w.get('namespace')}: {_tier_words(w)}")
-    print(next_run_words(client, cronjob, now=now))
+    print(next_run_words(kube, cronjob, now=now))
     return 0
 
 
@@ -223,8 +220,8 @@ _COMMANDS = {"wake": wake, "sleep": sleep, "status": status}
 def main(argv: Sequence[str] | None = None, *, now: dt.datetime | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        client = Client.connect(kubeconfig=args.kubeconfig, context=args.context)
-    except Exception as exc:
-        print(f"kubectl nsscaler: cannot load the kubeconfig: {exc}", file=sys.stderr)
+        kube = Kube.as_user(kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, context=args.context)
+    except StartupError as exc:  # says which file and what to do
+        print(f"kubectl nsscaler: {exc}", file=sys.stderr)
         return 2
-    return _COMMANDS[args.command](client, args, now=now or dt.datetime.now(dt.UTC))
+    return _COMMANDS[args.command](kube, args, now=now or dt.datetime.now(dt.UTC))

@@ -29,6 +29,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 #: what does I/O or runs in the background: never imported by a pure folder (job/decide, job/model)
 IO_MODULES = ("pykube", "requests", "tenacity", "urllib3", "socket", "http", "subprocess", "threading", "concurrent")
+#: HTTP and retries: only the API layer (job/cluster) imports them, so there is one way to the API server
+HTTP_LIBRARIES = ("pykube", "requests", "tenacity", "urllib3")
+#: the one client: the module that builds connections and retries (README: Architecture)
+CLIENT = JOB / "cluster" / "kube.py"
 #: the clock: `now` is a parameter of every decision
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 MAX_FUNCTION_LINES = 50
@@ -117,6 +121,17 @@ def test_the_pure_folders_do_no_io(path: Path) -> None:
     bad = [(line, name) for line, name in _imports(path)
            if any(name == lib or name.startswith(lib + ".") for lib in IO_MODULES)]
     assert not bad, f"{_name(path)} is pure (job/decide, job/model) but imports I/O: {bad}"
+
+
+@pytest.mark.parametrize("path", _modules(JOB), ids=_name)
+def test_one_api_client_for_the_run_and_the_plugin(path: Path) -> None:
+    """pykube and tenacity in job/cluster/kube.py only, requests and urllib3 in job/cluster only: the run and
+    `kubectl nsscaler` (job/plugin) reach the API through the same client, kubeconfig handling and retries."""
+    allowed = HTTP_LIBRARIES if path == CLIENT else ("requests", "urllib3") if CLIENT.parent in path.parents else ()
+    bad = [(line, name) for line, name in _imports(path)
+           if any(name == lib or name.startswith(lib + ".") for lib in HTTP_LIBRARIES if lib not in allowed)]
+    assert not bad, (f"{_name(path)} imports {bad}: reach the API through job.cluster.kube.Kube (a constructor, "
+                     f"a method there if it lacks one)")
 
 
 @pytest.mark.parametrize("path", _modules(JOB / "decide"), ids=_name)

@@ -1,0 +1,114 @@
+"""What `kubectl nsscaler status` says about a namespace's workloads: what nsscaler froze there, of every kind
+it can freeze, and what still runs.
+
+The built-in kinds come from the registry (`job.model.kinds.BUILTIN`). Custom kinds come from the API's
+discovery, not from the policies and their CRDs as in a run: the people who read a namespace's status usually
+may read neither NSScalers nor CRDs (both cluster-scoped), while discovery is open to every authenticated user
+and also names a kind no policy lists any more whose objects still carry a record. A kind nsscaler can freeze
+has a `/scale` subresource, and its frozen objects carry `LABEL_SCALED`, so one LIST by label per such kind
+finds them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from job.cluster.kube import Kube
+from job.errors import ApiError
+from job.model.kinds import BUILTIN, Kind
+from job.model.marks import ANNOTATION_SCALED_BY, LABEL_SCALED, SCALED_SELECTOR
+
+#: the kind of an aggregated discovery document (`Kube.discovery`); an older server sends a plain group list
+_AGGREGATED = "APIGroupDiscoveryList"
+
+
+@dataclass(frozen=True)
+class Served:
+    """A kind as the plugin lists it: its name as a policy writes it (`Deployment`, `Pool.example.com`)."""
+
+    name: str
+    api_version: str
+    plural: str
+
+
+BUILTIN_SERVED = tuple(Served(str(kind), h.api_version, h.plural) for kind, h in BUILTIN.items())
+
+
+def scalable_custom_kinds(discovery: Mapping[str, Any]) -> list[Served]:
+    """The namespaced kinds with a `/scale` subresource that are not built in, in their preferred version (the
+    first that discovery lists), from an aggregated discovery document; none from an older server's."""
+    if discovery.get("kind") != _AGGREGATED:
+        return []
+    builtin = {(h.group, h.plural) for h in BUILTIN.values()}
+    found: dict[tuple[str, str], Served] = {}
+    for group in discovery.get("items") or []:
+        name = str((group.get("metadata") or {}).get("name") or "")
+        for version in group.get("versions") or []:
+            for r in version.get("resources") or []:
+                key = (name, str(r.get("resource")))
+                scalable = any(s.get("subresource") == "scale" for s in r.get("subresources") or [])
+                if (scalable and name and r.get("scope") == "Namespaced" and "list" in (r.get("verbs") or [])
+                        and key not in builtin and key not in found):
+                    kind = (r.get("responseKind") or {}).get("kind")
+                    found[key] = Served(f"{kind}.{name}", f"{name}/{version.get('version')}", key[1])
+    return sorted(found.values(), key=lambda s: s.name)
+
+
+@dataclass(frozen=True)
+class Workloads:
+    """A namespace's workloads in words: `frozen` ("Deployment/web (by shop)"), `running` ("Deployment/api: 2"),
+    and the kinds the user may not read there."""
+
+    frozen: list[str]
+    running: list[str]
+    unreadable: list[str]
+
+
+def _frozen(obj: Mapping[str, Any]) -> bool:
+    return (obj["metadata"].get("labels") or {}).get(LABEL_SCALED) == "true"
+
+
+def _frozen_line(served: Served, obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{served.name}/{meta['name']} (by {(meta.get('annotations') or {}).get(ANNOTATION_SCALED_BY)})"
+
+
+def _runs(served: Served, obj: dict[str, Any]) -> bool:
+    """Running, and not under a built-in controller: a Deployment's ReplicaSet or a CronJob's Job runs
+    because its owner does, and is shown through it. Custom kinds are read only where frozen."""
+    if served.name not in BUILTIN or _frozen(obj):
+        return False
+    under = any(o.get("controller") and o.get("kind") in BUILTIN for o in obj["metadata"].get("ownerReferences") or [])
+    return not under and BUILTIN[Kind(served.name)].size_of(obj) > 0
+
+
+def _running_line(served: Served, obj: Mapping[str, Any]) -> str:
+    spec = obj.get("spec") or {}
+    return f"{served.name}/{obj['metadata']['name']}" + (f": {spec['replicas']}" if "replicas" in spec else "")
+
+
+def _read(kube: Kube, ns: str) -> tuple[list[tuple[Served, list[dict[str, Any]]]], list[str]]:
+    """Every built-in kind whole, every scalable custom kind by label; and what the user may not read."""
+    unreadable = []
+    try:
+        custom = scalable_custom_kinds(kube.discovery())
+    except ApiError:
+        custom = []
+        unreadable.append("API discovery (so no custom kind)")
+    found = []
+    for served, selector in [*((s, None) for s in BUILTIN_SERVED), *((s, SCALED_SELECTOR) for s in custom)]:
+        try:
+            found.append((served, list(kube.list_all(version=served.api_version, plural=served.plural,
+                                                     namespace=ns, label_selector=selector))))
+        except ApiError:
+            unreadable.append(served.name)
+    return found, unreadable
+
+
+def in_namespace(kube: Kube, ns: str) -> Workloads:
+    """What nsscaler froze in `ns`, of every kind, and what still runs there, as far as the user may read it."""
+    found, unreadable = _read(kube, ns)
+    return Workloads(frozen=[_frozen_line(s, o) for s, items in found for o in items if _frozen(o)],
+                     running=[_running_line(s, o) for s, items in found for o in items if _runs(s, o)],
+                     unreadable=unreadable)
