@@ -36,3 +36,14 @@ def unexpected(exc: BaseException) -> str:
     text = text if len(text) <= 200 else text[:200] + "..."
     return f"{type(exc).__name__}: {text or 'no message'} (an unexpected error in nsscaler: please report it with " \
            f"this message)"
+
+
+#: the most characters of a value someone wrote that a message quotes: enough to recognise it, never enough to
+#: make a status or an Event too large for the API server to take
+SHOWN_CHARACTERS = 100
+
+
+def shown(value: object) -> str:
+    """A value someone wrote, quoted for a message (`repr`), cut to `SHOWN_CHARACTERS`."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARACTERS else f"{text[:SHOWN_CHARACTERS]}... ({len(text)} characters)"

@@ -35,7 +35,7 @@ from job.decide import waking
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.decide.tiers import LateTier, TierWait
-from job.errors import unexpected
+from job.errors import shown, unexpected
 from job.model.kinds import Kind
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
@@ -104,7 +104,7 @@ def select_from_workloads(policies: Sequence[Policy | InvalidPolicy], *, namespa
     running; the Wakes keep held namespaces running. The rules are `job.decide.selection.select_namespaces`'s."""
     valid = [p for p in policies if isinstance(p, Policy)]
     needs_activity = any(p.spec.keep_recent and not p.spec.suspend for p in valid)
-    observed = selection_api.activity(workloads) if needs_activity else {}
+    observed = selection_api.activity(workloads, now=now) if needs_activity else {}
     return selection_api.select_namespaces(valid, namespaces=namespaces, found=observed, settings=settings, now=now,
                                            wakes=wakes)
 
@@ -240,7 +240,7 @@ class _Judge:
 def _record_problem(workload: Workload, owner_name: str) -> Problem | None:
     if workload.has_record and not workload.record_is_valid():
         return Problem(owner_name, workload, (
-            f"malformed record on {workload.ref}: {workload.handling.record_key}={workload.original!r}; set it "
+            f"malformed record on {workload.ref}: {workload.handling.record_key}={shown(workload.original)}; set it "
             f"to the count to restore (or remove the record and the {workload.handling.record_key} annotation) "
             f"by hand"))
     if workload.size is None:  # `sizes_needed` names every such workload: reading it whole failed

@@ -114,11 +114,18 @@ class Selection:
     wakes: dict[tuple[str, str], WakeVerdict] = field(default_factory=dict)
 
 
-def activity(workloads: Iterable[Workload]) -> dict[str, dict[Kind, Change]]:
-    """The newest user change per namespace and selecting kind, from the workloads the run LISTed anyway."""
+#: a change later than this after the run's instant is no change: managedFields times can be written by anyone who
+#: may update the object, and a forged one in the year 9999 would keep a namespace "most recently active" for good
+FUTURE_TOLERANCE = dt.timedelta(minutes=10)
+
+
+def activity(workloads: Iterable[Workload], *, now: dt.datetime | None = None) -> dict[str, dict[Kind, Change]]:
+    """The newest user change per namespace and selecting kind, from the workloads the run LISTed anyway (none
+    later than `now` allows)."""
     newest: dict[str, dict[Kind, Change]] = {}
+    latest = None if now is None else now + FUTURE_TOLERANCE
     for w in workloads:
-        if w.last_user_change is None:
+        if w.last_user_change is None or (latest is not None and w.last_user_change.time > latest):
             continue
         by_kind = newest.setdefault(w.namespace, {})
         # Filed under every kind whose selection freezes it: a Job someone started by hand is activity

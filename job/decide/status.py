@@ -36,6 +36,8 @@ REASON_NOTHING_HELD = "NothingHeld"
 REASON_EXPIRED = "Expired"
 
 MAX_FAILURES_IN_STATUS = 5
+#: the longest failure a status names (the CRD says so too): a status must stay small enough to be written
+MAX_FAILURE_LENGTH = 1024
 MAX_REVERTED_IN_STATUS = 5
 #: namespaces named in `status.freed.topNamespaces` (fewer when `status_list_limit` is lower)
 MAX_TOP_NAMESPACES = 10
@@ -130,7 +132,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
                              for ns, change in recent[:list_limit]],
         "keptRunning": [{"namespace": ns, "by": by} for ns, by in kept],
         "wokenNamespaces": woken_entries(woken[:list_limit]),
-        "failures": outcome.failures[:MAX_FAILURES_IN_STATUS],
+        "failures": [f[:MAX_FAILURE_LENGTH] for f in outcome.failures[:MAX_FAILURES_IN_STATUS]],
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
         **_tier_lists(outcome, list_limit=list_limit),

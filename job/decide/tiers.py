@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection
+from job.errors import shown, unexpected
 from job.model.activity import parse_time
 from job.model.kinds import Kind
 from job.model.marks import ANNOTATION_RESTORE_TIER
@@ -131,7 +132,11 @@ def in_tiers(actions: Sequence[Action], *, workloads: Iterable[Workload],
     held_back: set[int] = set()
     waits, late, problems = [], [], []
     for ns, pending in sorted(restores.items()):
-        step = _namespace_step(ns, pending, around[ns], policies=policies, now=now)
+        try:
+            step = _namespace_step(ns, pending, around[ns], policies=policies, now=now)
+        except Exception as exc:
+            step = _Step([], [], [], [Problem(a.policy, a.workload, f"{a.workload.ref}: not restored yet: "
+                                                                   f"{unexpected(exc)}") for a in pending[:1]])
         held_back.update(id(a) for a in pending if a not in step.going)
         waits += step.waits
         late += step.late
@@ -176,6 +181,10 @@ def _namespace_step(ns: str, pending: list[Action], around: list[Workload], *,
     return _Step(going, [waiting], late, problems)
 
 
+#: how far ahead of the run's clock a stamp of the API server's is believed (clocks of two machines differ a little)
+CLOCK_SKEW = dt.timedelta(minutes=10)
+
+
 def _since(earlier: list[Workload], leader: _Leader, ns: str, tier: int, *, now: dt.datetime) -> dt.datetime | None:
     """Rule 3: when the earlier tier came back (None: the policy is gone and nothing says; it goes)."""
     known = [t for w in earlier if (t := parse_time(w.written_by_nsscaler)) is not None]
@@ -183,13 +192,16 @@ def _since(earlier: list[Workload], leader: _Leader, ns: str, tier: int, *, now:
     if remembered is not None:
         known.append(remembered)
     if known:
-        return max(known)
+        # the API server's clock may be a little ahead of the run's; a stamp far in the future is not nsscaler's
+        # (anyone who may update the object may write managedFields): taken as at most CLOCK_SKEW ahead, so it
+        # delays its own namespace's tier by that at most, and never overflows
+        return min(max(known), now + CLOCK_SKEW)
     return now if leader.policy is not None else None
 
 
 def _malformed(workload: Workload) -> str:
-    return (f"{workload.ref}: {ANNOTATION_RESTORE_TIER}={workload.tier!r} is not a whole number from 0 to {MAX_TIER}; "
-            f"it stays frozen with its record until the annotation is fixed or removed")
+    return (f"{workload.ref}: {ANNOTATION_RESTORE_TIER}={shown(workload.tier)} is not a whole number from 0 to "
+            f"{MAX_TIER}; it stays frozen with its record until the annotation is fixed or removed")
 
 
 def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from job.errors import shown
 from job.model.kinds import Kind, MalformedRecord
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED
 from job.model.workloads import Workload, recorded_from_api
@@ -50,7 +51,7 @@ class ScaledObjectHandler:
         except ValueError:
             value = 0  # not a string: reported below
         if value is not None and not isinstance(value, str):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_PAUSED}={original!r} is neither null nor a JSON string")
+            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_PAUSED}={shown(original)} is neither null nor a JSON string")
         return {"metadata": {"annotations": {ANNOTATION_KEDA_PAUSED: value}}}
 
     def restored_size(self, original: str) -> int:

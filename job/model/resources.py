@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.errors import shown
+
 _QUANTITY = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?")
 #: every amount is held as a whole number of nano-units (1 CPU = 10**9, 1 byte = 10**9): the finest a
 #: Kubernetes quantity can say, and integer arithmetic is what makes a footprint cheap to compute
@@ -42,12 +44,21 @@ class BadQuantity(ValueError):
     """A quantity that is not in Kubernetes notation."""
 
 
+#: the most digits and the largest power of ten a quantity may have: Kubernetes itself holds at most 2**63 - 1
+#: nano-units in a canonical form; beyond that a value is nobody's request, and 10**(10**9) would take minutes to
+#: compute (a run must never hang on a number someone typed into an annotation)
+_MAX_DIGITS = 40
+_MAX_EXP10 = 60
+
+
 def parse_quantity(text: object) -> int:
     """In nano-units, rounded up: "250m" -> 250_000_000, "1Gi" -> 2**30 * 10**9, "1e3" -> 1000 * 10**9."""
     match = _QUANTITY.fullmatch(str(text).strip())
     if match is None or not (match[2] or match[3]):
-        raise BadQuantity(f"{text!r} is not a Kubernetes quantity")
+        raise BadQuantity(f"{shown(text)} is not a Kubernetes quantity")
     sign, whole, fraction, suffix = match[1], match[2] or "0", match[3] or "", match[4] or ""
+    if len(whole) + len(fraction) > _MAX_DIGITS or len(suffix) > 6:
+        raise BadQuantity(f"{shown(text)} is out of the range of a Kubernetes quantity")
     digits = int(whole + fraction)
     if suffix in _BINARY_SIZE:
         digits, exp10 = digits * _BINARY_SIZE[suffix], 9 - len(fraction)
@@ -55,6 +66,8 @@ def parse_quantity(text: object) -> int:
         exp10 = 9 + _EXP10[suffix] - len(fraction)
     else:  # an exponent: 1e3
         exp10 = 9 + int(suffix[1:]) - len(fraction)
+    if abs(exp10) > _MAX_EXP10:
+        raise BadQuantity(f"{shown(text)} is out of the range of a Kubernetes quantity")
     value = digits * int(10**exp10) if exp10 >= 0 else -(-digits // int(10**-exp10))
     return -value if sign == "-" else value
 
@@ -146,13 +159,16 @@ def parse_record(text: str | None) -> Footprint | None:
     """A footprint from its record; None when there is none or it is not one (then it is unknown)."""
     if not text:
         return None
-    try:
+    try:  # anyone who may edit the workload may write this annotation: whatever it holds, it is read or unknown
         body = json.loads(text)
-        pods, unrequested = int(body["pods"]), int(body.get("unrequested", 0))
+        pods, unrequested = body["pods"], body.get("unrequested", 0)
         requests, limits = _amounts(body.get("requests")), _amounts(body.get("limits"))
-    except (ValueError, TypeError, KeyError, AttributeError):
+    except Exception:
         return None
-    if pods < 0 or not 0 <= unrequested <= pods:
+    counts = (pods, unrequested)
+    if any(type(n) is not int for n in counts) or pods < 0 or not 0 <= unrequested <= pods:
+        return None
+    if any(v < 0 for amounts in (requests, limits) for v in amounts.values()):
         return None
     return Footprint(pods, requests, limits, unrequested)
 
@@ -180,7 +196,7 @@ def footprint_of(template: Mapping[str, Any] | None, pods: int) -> tuple[Footpri
     pending = str(runtime_class) if runtime_class and template.get("overhead") is None and pods else None
     try:
         return pod_footprint(template, pods=pods), pending
-    except BadQuantity:
+    except Exception:
         return None, None
 
 

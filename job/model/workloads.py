@@ -232,9 +232,15 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
     `metadata_only`: `obj` came from a metadata-only LIST (no spec, no status)."""
     handler = BUILTIN[kind] if isinstance(kind, str) else kind
     guard, annotations = handler.guard, (obj.get("metadata") or {}).get("annotations") or {}
+    try:
+        recorded = _recorded(handler, obj, metadata_only=metadata_only)
+    except (ValueError, TypeError, AttributeError, OverflowError):
+        # a custom kind's spec may hold anything its CRD lets through: read from its metadata alone, its size is
+        # unknown and the planner says so on it (`could not read its size`), leaving it as it is
+        recorded, metadata_only = _recorded(handler, obj, metadata_only=True), True
     footprint, runtime_class = (None, None) if metadata_only else footprint_of(*handler.pod_template(obj))
     return Workload(
-        **_recorded(handler, obj, metadata_only=metadata_only),
+        **recorded,
         guard_value=None if metadata_only or guard is None else guard.value_in(obj),
         state=None if metadata_only else handler.state_of(obj),
         guard_original=annotations.get(guard.record_key) if guard else None,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from job.errors import shown
 from job.model.kinds.handler import Served, at, nested, observed, replica_template, status_of, whole
 from job.model.kinds.kind import MalformedRecord
 from job.model.marks import ANNOTATION_ORIGINAL_NODE_SELECTOR, FROZEN_NODE_LABEL
@@ -51,7 +52,7 @@ class NodeSelectorHandler(Served):
             selector = []  # not a map: reported below
         if selector is not None and not (isinstance(selector, dict)
                                          and all(isinstance(v, str) for v in selector.values())):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_NODE_SELECTOR}={original!r} is neither null nor a JSON "
+            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_NODE_SELECTOR}={shown(original)} is neither null nor a JSON "
                                   f"object of strings")
         return nested(_TEMPLATE_SELECTOR, {**(selector or {}), FROZEN_NODE_LABEL: None})
 

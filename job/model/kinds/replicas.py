@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from job.errors import shown
 from job.model.kinds.handler import Guard, Served, at, nested, observed, replica_template, status_of, whole
 from job.model.kinds.kind import MalformedRecord
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_WHEN_SCALED
@@ -59,7 +60,7 @@ class ReplicasHandler(Served):
 
     def restored_body(self, original: str) -> dict[str, Any]:
         if not _WHOLE_NUMBER.fullmatch(original):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_REPLICAS}={original!r} is not a whole number")
+            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_REPLICAS}={shown(original)} is not a whole number")
         return nested(self.path, int(original))
 
     def restored_size(self, original: str) -> int:

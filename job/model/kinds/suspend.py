@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from job.errors import shown
 from job.model.kinds.handler import Served, at, replica_template
 from job.model.kinds.kind import MalformedRecord
 from job.model.marks import ANNOTATION_ORIGINAL_SUSPEND
@@ -67,7 +68,7 @@ class SuspendHandler(Served):
 
     def restored_body(self, original: str) -> dict[str, Any]:
         if original not in ("true", "false"):
-            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_SUSPEND}={original!r} is neither true nor false")
+            raise MalformedRecord(f"{ANNOTATION_ORIGINAL_SUSPEND}={shown(original)} is neither true nor false")
         return {"spec": {"suspend": original == "true"}}
 
     def restored_size(self, original: str) -> int:
