@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -68,10 +69,10 @@ def _write_module(workdir: Path, *, name: str, requires: dict[str, str], replace
         (workdir / "main.go").write_text(main_go)
 
 
-def _ldflags_kubernetes() -> str:
-    major, minor = versions.KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+def _ldflags_kubernetes(version: str) -> str:
+    major, minor = version.lstrip("v").split(".")[:2]
     stamp = {
-        "gitVersion": versions.KUBERNETES_VERSION,
+        "gitVersion": version,
         "gitMajor": major,
         "gitMinor": minor,
         "gitTreeState": "clean",
@@ -83,21 +84,20 @@ def _ldflags_kubernetes() -> str:
     return "-s -w " + " ".join(flags)
 
 
-def _build_kubernetes(work: Path, out: Path, log: Path, *, commands: dict[str, str]) -> None:
+def _build_kubernetes(work: Path, out: Path, log: Path, *, version: str, commands: dict[str, str]) -> None:
     """Build `commands` (name -> Go package) from one wrapper module that imports exactly them."""
     mod = work / "kubernetes"
     mod.mkdir(parents=True, exist_ok=True)
-    info = json.loads(_go_output(
-        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.KUBERNETES_VERSION}"], cwd=mod))
+    info = json.loads(_go_output(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], cwd=mod))
     served = Path(info["GoMod"]).read_text()
     staging = staging_modules(served)
-    _progress(f"k8s.io/kubernetes {versions.KUBERNETES_VERSION}: pinning {len(staging)} staging modules "
-              f"to {versions.STAGING_VERSION}")
+    staging_version = versions.staging_version(version)
+    _progress(f"k8s.io/kubernetes {version}: pinning {len(staging)} staging modules to {staging_version}")
     imports = "\n".join(f'\t_ "{pkg}"' for pkg in commands.values())
     tools = f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
     _write_module(mod, name="nsscaler.local/k8s-build",
-                  requires={"k8s.io/kubernetes": versions.KUBERNETES_VERSION},
-                  replaces={m: versions.STAGING_VERSION for m in staging}, main_go=None)
+                  requires={"k8s.io/kubernetes": version},
+                  replaces={m: staging_version for m in staging}, main_go=None)
     (mod / "tools.go").write_text(tools)
     _progress("resolving Kubernetes dependencies (go mod tidy)")
     _run(["go", "mod", "tidy"], cwd=mod, log=log)
@@ -106,7 +106,7 @@ def _build_kubernetes(work: Path, out: Path, log: Path, *, commands: dict[str, s
         started = time.monotonic()
         # Written under a temporary name and renamed: a killed build never leaves a binary that looks done.
         partial = out / f".{name}.partial"
-        _run(["go", "build", "-trimpath", "-tags", "tools", "-ldflags", _ldflags_kubernetes(),
+        _run(["go", "build", "-trimpath", "-tags", "tools", "-ldflags", _ldflags_kubernetes(version),
               "-o", str(partial), pkg], cwd=mod, log=log)
         partial.replace(out / name)
         _progress(f"{name} built in {time.monotonic() - started:.0f}s")
@@ -114,7 +114,7 @@ def _build_kubernetes(work: Path, out: Path, log: Path, *, commands: dict[str, s
 
 def kubernetes_source() -> Path:
     """The k8s.io/kubernetes module's files (from the Go module cache; downloaded if missing)."""
-    info = json.loads(_go_output(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.KUBERNETES_VERSION}"],
+    info = json.loads(_go_output(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.kubernetes_version()}"],
                                  cwd=Path.home()))
     return Path(info["Dir"])
 
@@ -151,33 +151,50 @@ def _missing(out: Path, names: tuple[str, ...], *, force: bool) -> list[str]:
     return [name for name in names if force or not (out / name).exists()]
 
 
-def _build_control_plane(out: Path, work: Path, log: Path, *, force: bool) -> None:
+def _shared_etcd(out: Path, work: Path, log: Path, *, force: bool) -> None:
+    """etcd is the same for every Kubernetes version: built once into its own folder (under its own lock, so two
+    versions building at once never race for it) and linked into `out`."""
+    shared = versions.etcd_dir()
+    shared.mkdir(parents=True, exist_ok=True)
+    with (shared.parent / f"{shared.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if force or not (shared / "etcd").exists():
+            _build_etcd(work, shared, log)
+    (out / "etcd").unlink(missing_ok=True)
+    try:
+        os.link(shared / "etcd", out / "etcd")
+    except OSError:  # another file system: a copy is as good
+        shutil.copy2(shared / "etcd", out / "etcd")
+
+
+def _build_control_plane(out: Path, work: Path, log: Path, *, version: str, force: bool) -> None:
     """Only the missing binaries: an interrupted build resumes instead of starting over."""
     started = time.monotonic()
     (out / _MANIFEST).unlink(missing_ok=True)
     if _missing(out, ("etcd",), force=force):
-        _build_etcd(work, out, log)
+        _shared_etcd(out, work, log, force=force)
     wanted = _missing(out, tuple(versions.KUBERNETES_COMMANDS), force=force)
     if wanted:
-        _build_kubernetes(work, out, log, commands={n: versions.KUBERNETES_COMMANDS[n] for n in wanted})
+        _build_kubernetes(work, out, log, version=version,
+                          commands={n: versions.KUBERNETES_COMMANDS[n] for n in wanted})
     manifest = {
-        "kubernetes": versions.KUBERNETES_VERSION,
+        "kubernetes": version,
         "etcd": versions.ETCD_VERSION,
         "build_seconds": round(time.monotonic() - started),
         "sizes_bytes": {b: (out / b).stat().st_size for b in versions.BINARIES},
     }
     (out / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    _progress(f"control plane done in {manifest['build_seconds']}s")
+    _progress(f"control plane {version} done in {manifest['build_seconds']}s")
 
 
-def _build_node(out: Path, work: Path, log: Path, *, force: bool) -> None:
+def _build_node(out: Path, work: Path, log: Path, *, version: str, force: bool) -> None:
     started = time.monotonic()
     (out / _NODE_MANIFEST).unlink(missing_ok=True)
     wanted = _missing(out, versions.NODE_BINARIES, force=force)
     if wanted:
-        _build_kubernetes(work, out, log, commands={n: versions.NODE_COMMANDS[n] for n in wanted})
+        _build_kubernetes(work, out, log, version=version, commands={n: versions.NODE_COMMANDS[n] for n in wanted})
     manifest = {
-        "kubernetes": versions.KUBERNETES_VERSION,
+        "kubernetes": version,
         "build_seconds": round(time.monotonic() - started),
         "sizes_bytes": {b: (out / b).stat().st_size for b in versions.NODE_BINARIES},
     }
@@ -185,25 +202,27 @@ def _build_node(out: Path, work: Path, log: Path, *, force: bool) -> None:
     _progress(f"node binaries done in {manifest['build_seconds']}s")
 
 
-def ensure_built(*, force: bool = False, node: bool = False) -> Path:
-    """Return the folder with the control plane's binaries (and the node's, with `node=True`), building
-    whatever the cache lacks first."""
-    out = versions.bin_dir()
+def ensure_built(*, force: bool = False, node: bool = False, minor: str | None = None) -> Path:
+    """Return the folder with the control plane's binaries of `minor` (default: the selected version) and the
+    node's with `node=True`, building whatever the cache lacks first."""
+    minor = minor or versions.selected_minor()
+    version = versions.kubernetes_version(minor)
+    out = versions.bin_dir(minor)
     if is_built(out, node=node) and not force:
         return out
     out.mkdir(parents=True, exist_ok=True)
-    # One build at a time: a second caller waits, then finds the finished cache.
+    # One build per version at a time: a second caller waits, then finds the finished cache.
     with (out.parent / f"{out.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         work = out.parent / f"{out.name}-src"
         log = out / "build.log"
         if force or not is_built(out):
             log.write_text("")
-            _progress(f"building the local control plane into {out} (first run only; log: {log})")
-            _build_control_plane(out, work, log, force=force)
+            _progress(f"building the local control plane {version} into {out} (first run only; log: {log})")
+            _build_control_plane(out, work, log, version=version, force=force)
         if node and (force or not is_built(out, node=True)):
-            _progress(f"building kubelet, kube-scheduler, kube-proxy into {out} (first run only; log: {log})")
-            _build_node(out, work, log, force=force)
+            _progress(f"building kubelet, kube-scheduler, kube-proxy {version} into {out} (first run only; log: {log})")
+            _build_node(out, work, log, version=version, force=force)
     return out
 
 
@@ -211,9 +230,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache has the binaries")
     parser.add_argument("--node", action="store_true", help="also kubelet, kube-scheduler and kube-proxy")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--minor", choices=list(versions.SUPPORTED),
+                       help=f"the Kubernetes minor to build (default: ${versions.VERSION_ENV} or "
+                            f"{versions.DEFAULT_MINOR})")
+    which.add_argument("--all", action="store_true", help="every supported minor, one after another")
     args = parser.parse_args(argv)
+    minors = list(versions.SUPPORTED) if args.all else [args.minor or versions.selected_minor()]
     try:
-        print(ensure_built(force=args.force, node=args.node))
+        for minor in minors:
+            started = time.monotonic()
+            print(ensure_built(force=args.force, node=args.node, minor=minor))
+            _progress(f"Kubernetes {versions.kubernetes_version(minor)} ready ({time.monotonic() - started:.0f}s)")
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,7 +1,11 @@
-"""The pinned versions of the local control plane, and where its binaries are cached.
+"""The Kubernetes versions nsscaler is proven against, the pinned etcd, and where their binaries are cached.
 
-Kubernetes v1.36.3 publishes its staging modules (k8s.io/api, k8s.io/apiserver, ...) as v0.36.3.
-etcd v3.6.x is the release line Kubernetes 1.36 is tested with.
+Each supported minor is pinned to the newest patch the Go module proxy serves; Kubernetes vX.Y.Z publishes its
+staging modules (k8s.io/api, k8s.io/apiserver, ...) as v0.Y.Z. etcd v3.6.x is the release line Kubernetes 1.34
+to 1.37 are tested with, so one etcd binary serves every version.
+
+`NSSCALER_KUBERNETES` (a minor such as `1.34`) selects the version a control plane is built and started with;
+without it, the default: the version the whole suite runs against.
 """
 
 from __future__ import annotations
@@ -9,9 +13,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-KUBERNETES_VERSION = "v1.36.3"
-STAGING_VERSION = "v0.36.3"
+#: minor -> the patch every tier builds; the version tier runs each (the README's table is checked against it)
+SUPPORTED = {
+    "1.34": "v1.34.4",
+    "1.35": "v1.35.4",
+    "1.36": "v1.36.3",
+    "1.37": "v1.37.2",
+}
+DEFAULT_MINOR = "1.36"
 ETCD_VERSION = "v3.6.16"
+VERSION_ENV = "NSSCALER_KUBERNETES"
 
 #: binaries the test suite needs, with the Go package that builds each
 KUBERNETES_COMMANDS = {
@@ -31,11 +42,35 @@ NODE_BINARIES = tuple(NODE_COMMANDS)
 PAUSE_VERSION = "3.10.2"
 
 
+def selected_minor() -> str:
+    minor = os.environ.get(VERSION_ENV, "").strip() or DEFAULT_MINOR
+    minor = ".".join(minor.lstrip("v").split(".")[:2])
+    if minor not in SUPPORTED:
+        raise SystemExit(f"{VERSION_ENV}={minor!r} is not a supported Kubernetes minor; choose one of "
+                         f"{', '.join(SUPPORTED)}")
+    return minor
+
+
+def kubernetes_version(minor: str | None = None) -> str:
+    return SUPPORTED[minor or selected_minor()]
+
+
+def staging_version(version: str) -> str:
+    """v1.36.3 -> v0.36.3: the tag Kubernetes gives its staging modules."""
+    _, minor, patch = version.lstrip("v").split(".")
+    return f"v0.{minor}.{patch}"
+
+
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "nsscaler"
 
 
-def bin_dir() -> Path:
+def bin_dir(minor: str | None = None) -> Path:
     """Keyed by both pins, so bumping either one builds afresh instead of mixing versions."""
-    return cache_root() / f"k8s-{KUBERNETES_VERSION}-etcd-{ETCD_VERSION}"
+    return cache_root() / f"k8s-{kubernetes_version(minor)}-etcd-{ETCD_VERSION}"
+
+
+def etcd_dir() -> Path:
+    """One etcd for every Kubernetes version: built once, linked into each version's folder."""
+    return cache_root() / f"etcd-{ETCD_VERSION}"
