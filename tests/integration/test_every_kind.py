@@ -15,7 +15,7 @@ import pytest
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
-from devtools.cluster import controlplane
+from devtools.cluster import controlplane, versions
 from job.model.marks import ANNOTATION_SCALED_BY, LABEL_SCALED
 from tests import crds
 from tests.conftest import kubectl
@@ -120,3 +120,11 @@ def test_a_family_of_every_kind_is_frozen_and_given_back_exactly(api, run_job, p
     after = state(api, ns)
     assert after == before, json.dumps({k: (before[k], after[k]) for k in before if before[k] != after[k]})
     assert claims(api, ns) == ["data-db-0"]
+
+
+def test_the_server_and_kubectl_are_the_version_the_tier_asked_for(api):
+    """The version tier's guard: a suite that silently ran against another version would prove nothing."""
+    asked = versions.selected_minor()
+    assert "{}.{}".format(*api.server_version()) == asked
+    shown = subprocess.run([kubectl(), "version", "--client", "-o", "json"], capture_output=True, text=True, check=True)
+    assert json.loads(shown.stdout)["clientVersion"]["gitVersion"] == versions.kubernetes_version(asked)
