@@ -168,8 +168,8 @@ QUERIES = [
 
 
 @pytest.mark.parametrize(("query", "inputs", "samples"), QUERIES)
-def test_the_readmes_questions_in_promql_give_the_answer(promtool, tmp_path, query, inputs, samples):
-    assert f"`{query}`" in (mc.COMPONENT.parents[2] / "README.md").read_text()
+def test_the_docs_questions_in_promql_give_the_answer(promtool, tmp_path, query, inputs, samples):
+    assert f"`{query}`" in (mc.COMPONENT.parents[2] / "docs/operating/monitoring.md").read_text()
     test = {"rule_files": [], "evaluation_interval": "1m",
             "tests": [{"interval": "1m", "input_series": [{"series": k, "values": v} for k, v in inputs.items()],
                        "promql_expr_test": [{"expr": query, "eval_time": "10m",

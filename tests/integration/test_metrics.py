@@ -254,9 +254,9 @@ HOURS = 720
 
 
 def readme_queries() -> dict[str, str]:
-    """The README's PromQL questions, by question."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("### Questions, in PromQL"):readme.index("### Dashboard")]
+    """The PromQL questions of the Monitoring page, by question."""
+    page = (ROOT / "docs/operating/monitoring.md").read_text()
+    table = page[page.index("## Questions, in PromQL"):]
     return {m[1]: m[2] for m in re.finditer(r"^\| ([^|]+\?) \| `(.+)` \|$", table, re.M)}
 
 
