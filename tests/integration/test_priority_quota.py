@@ -1,6 +1,6 @@
-"""A cluster where PriorityClasses are restricted (issue 22, README "Troubleshooting"): the ResourceQuota admission
+"""A cluster where PriorityClasses are restricted (docs/operating/troubleshooting.md): the ResourceQuota admission
 plugin configured so that Pods of a priority class need a quota that covers that class. The Job made from the
-CronJob then gets no Pod; the message users see is on the Job, and the README's fix (a ResourceQuota scoped to
+CronJob then gets no Pod; the message users see is on the Job, and the documented fix (a ResourceQuota scoped to
 the class in nsscaler's namespace) lets the Pod be created.
 
 A control plane of its own: the API server restarted with an `--admission-control-config-file` (the suite's
