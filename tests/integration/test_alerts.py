@@ -43,10 +43,11 @@ def ready(status: str, reason: str) -> str:
 
 def rendered_annotations(alert: str, labels: dict[str, str], summary: str) -> dict[str, str]:
     """The rule's description with its `$labels` filled in (any other template would stay and fail the test);
-    the summary, which also holds `$value`, is spelled out by each case."""
+    the summary, which also holds `$value`, is spelled out by each case; the runbook's address as the rule has it
+    (its page is checked by tests/unit/test_metrics_component.py)."""
     (rule,) = [r for g in yaml.safe_load(mc.RULES.read_text())["groups"] for r in g["rules"] if r["alert"] == alert]
     description = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m[1]], rule["annotations"]["description"])
-    return {"summary": summary, "description": description}
+    return {"summary": summary, "description": description, "runbook_url": rule["annotations"]["runbook_url"]}
 
 
 # (alert, {series: values}, minutes after start, the summary of the one alert expected, or None for no alert)
