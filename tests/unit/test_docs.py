@@ -274,3 +274,15 @@ def test_the_pages_speak_of_the_product_not_of_its_work_items():
         text = path.read_text()
         found = re.findall(r"\b(?:issue|ticket|work item)s? #?\d+|\bsession's (?:code|start)\b", text, re.I)
         assert not found, f"{path.relative_to(ROOT)}: {found}"
+
+
+def test_the_dashboard_picture_draws_every_panel_of_the_dashboard():
+    import json
+
+    from devtools import dashboard_preview
+    from devtools.metrics_component import DASHBOARD
+    dashboard = json.loads(DASHBOARD.read_text())
+    drawn = dashboard_preview.page(dashboard)
+    for panel in dashboard["panels"]:
+        assert f">{panel['title'].replace('&', '&amp;')}<" in drawn, panel["title"]
+    assert (DOCS / "images/dashboard.png").read_bytes().startswith(b"\x89PNG")
