@@ -7,6 +7,7 @@ strict build (`make docs`, part of `make lint`); the README, outside the site, i
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devtools import dashboard_preview
+from devtools.metrics_component import DASHBOARD
 from job import cli
 from job.model import marks
 from job.model.policy import PolicySpec
@@ -277,10 +280,6 @@ def test_the_pages_speak_of_the_product_not_of_its_work_items():
 
 
 def test_the_dashboard_picture_draws_every_panel_of_the_dashboard():
-    import json
-
-    from devtools import dashboard_preview
-    from devtools.metrics_component import DASHBOARD
     dashboard = json.loads(DASHBOARD.read_text())
     drawn = dashboard_preview.page(dashboard)
     for panel in dashboard["panels"]:
