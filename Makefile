@@ -35,13 +35,18 @@ lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pi
 control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager, kubectl once (cached, ~8 min on 2 cores)
 	$(BIN)/python -m devtools.cluster build
 
-lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint and `kubectl kustomize` of every overlay
+lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, `kubectl kustomize` of every overlay, `make docs`
 	@$(BIN)/python -m tools.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python -m devtools.metrics_component --check
+	@$(MAKE) --no-print-directory docs
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
+
+docs: install ## build the docs site (docs/_build/html) from scratch; any warning fails: a broken link, a missing page, an unknown anchor
+	@rm -rf docs/_build
+	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
 metrics-tools: install ## build kube-state-metrics and promtool once for the metrics tests (cached, ~8 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.tools
@@ -90,7 +95,7 @@ cluster-down: install ## stop the local control plane and remove its state
 demo: install control-plane ## the whole product in one command on a throwaway local control plane
 	$(BIN)/python -m devtools.demo
 
-bench: install control-plane ## issue 14's targets side by side: nsscaler, kube-downscaler (PEER=<checkout>), naive, limit (~40 min)
+bench: install control-plane ## the benchmark, side by side: nsscaler, kube-downscaler (PEER=<checkout>), naive, limit (~25 min)
 	$(BIN)/python -m bench $(if $(PEER),--peer $(PEER))
 
 run: install ## run the job once against KUBECONFIG (default: the local control plane)
@@ -118,6 +123,6 @@ undeploy: install ## remove what deploy applied (the CRD too: NSScalers go with 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-.PHONY: help install lock control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
+.PHONY: help install lock docs control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
 	cluster-down demo bench run dry-run manifests image push deploy undeploy run-now node-deps node-binaries \
 	node-images test-node node-up node-down

@@ -5,12 +5,14 @@ Sources (edit these): `customresourcestate.yaml` (what kube-state-metrics export
 `prometheusrule.yaml` (the same rule groups for the Prometheus Operator) and `helm-values.yaml` (the same
 config and RBAC for the kube-state-metrics Helm chart). The sources are embedded as text, so their comments
 and layout carry over. `python -m devtools.metrics_component` rewrites them (`make metrics-manifests`);
-`--check` fails when they are stale, and a test does the same.
+`--check` fails when they are stale or an alert's `runbook_url` is not its page on the docs site, and a test
+does the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -34,6 +36,10 @@ KSM_LABELS = {"customresource_group": "operators.wubw.fun", "customresource_kind
 CONDITION_LABELS = ("type", "status", "reason")
 #: The label only the per-resource freed metrics have (status.freed.resources), one series per resource.
 FREED_LABELS = ("resource",)
+
+#: Where the docs site is published; each alert's `runbook_url` is its page there (docs/runbooks/<page>.md)
+DOCS_SITE = "https://nsscaler.wubw.fun/"
+DOCS = COMPONENT.parents[2] / "docs"
 
 _GENERATED = "# Generated from {sources} by `make metrics-manifests`: edit the source, not this file.\n"
 
@@ -97,6 +103,29 @@ def freed_metrics() -> dict[str, str]:
     return out
 
 
+def runbook_page(alert: str) -> str:
+    """The page of an alert under docs/runbooks: `NSScalerNoRecentRun` -> `runbooks/nsscaler-no-recent-run`."""
+    words = alert.replace("NSScaler", "Nsscaler").replace("GitOps", "Gitops")
+    return "runbooks/" + "-".join(w.lower() for w in re.findall(r"[A-Z][a-z]+", words))
+
+
+def runbook_problems() -> list[str]:
+    """Each alert's `runbook_url` is the site's page for it, and that page exists."""
+    found = []
+    for group in yaml.safe_load(RULES.read_text())["groups"]:
+        for rule in group["rules"]:
+            if "alert" not in rule:
+                continue
+            page = runbook_page(rule["alert"])
+            want = f"{DOCS_SITE}{page}.html"
+            got = rule.get("annotations", {}).get("runbook_url")
+            if got != want:
+                found.append(f"{RULES}: {rule['alert']} needs runbook_url: {want} (has {got})")
+            if not (DOCS / f"{page}.md").is_file():
+                found.append(f"{rule['alert']}: write its runbook, docs/{page}.md")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a derived file is stale; write nothing")
@@ -105,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         for path in stale:
             print(f"{path} is stale: run make metrics-manifests", file=sys.stderr)
-        return 1 if stale else 0
+        runbooks = runbook_problems()
+        for problem in runbooks:
+            print(problem, file=sys.stderr)
+        return 1 if stale or runbooks else 0
     for path in stale:
         path.write_text(expected()[path])
         print(f"wrote {path}")

@@ -38,7 +38,7 @@ PAUSE_IMAGE = f"localhost/nsscaler/pause:{versions.PAUSE_VERSION}"
 #: what the project image is built from: a change to any of these builds it again
 _PROJECT_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "requirements.lock",
                    "requirements-build.lock", "tools/sbom.py", "job")
-#: where the Dockerfile puts the image's SBOM (the README documents it)
+#: where the Dockerfile puts the image's SBOM (docs/contributing/dependencies.md documents it)
 SBOM_PATH = "/usr/share/nsscaler/sbom.cdx.json"
 
 

@@ -178,7 +178,8 @@ def test_a_custom_kind_is_refused_until_its_aggregated_cluster_role_is_applied(c
         assert f"{verb} fleets.test.nsscaler.io" in message
     assert api.get("Fleet", "fleet", ns)["spec"]["replicas"] == 2
 
-    # what the README says to do: one small labelled ClusterRole, shaped like the shipped Argo Rollouts sample
+    # what docs/operating/custom-kinds.md says to do: one small labelled ClusterRole, shaped like the shipped
+    # Argo Rollouts sample
     role = yaml.safe_load((ROOT / "kustomize/samples/rbac-argo-rollouts.yaml").read_text())
     assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
     role["metadata"]["name"] = f"{prefix}fleets"

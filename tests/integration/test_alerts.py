@@ -43,10 +43,11 @@ def ready(status: str, reason: str) -> str:
 
 def rendered_annotations(alert: str, labels: dict[str, str], summary: str) -> dict[str, str]:
     """The rule's description with its `$labels` filled in (any other template would stay and fail the test);
-    the summary, which also holds `$value`, is spelled out by each case."""
+    the summary, which also holds `$value`, is spelled out by each case; the runbook's address as the rule has it
+    (its page is checked by tests/unit/test_metrics_component.py)."""
     (rule,) = [r for g in yaml.safe_load(mc.RULES.read_text())["groups"] for r in g["rules"] if r["alert"] == alert]
     description = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m[1]], rule["annotations"]["description"])
-    return {"summary": summary, "description": description}
+    return {"summary": summary, "description": description, "runbook_url": rule["annotations"]["runbook_url"]}
 
 
 # (alert, {series: values}, minutes after start, the summary of the one alert expected, or None for no alert)
@@ -168,8 +169,8 @@ QUERIES = [
 
 
 @pytest.mark.parametrize(("query", "inputs", "samples"), QUERIES)
-def test_the_readmes_questions_in_promql_give_the_answer(promtool, tmp_path, query, inputs, samples):
-    assert f"`{query}`" in (mc.COMPONENT.parents[2] / "README.md").read_text()
+def test_the_docs_questions_in_promql_give_the_answer(promtool, tmp_path, query, inputs, samples):
+    assert f"`{query}`" in (mc.COMPONENT.parents[2] / "docs/operating/monitoring.md").read_text()
     test = {"rule_files": [], "evaluation_interval": "1m",
             "tests": [{"interval": "1m", "input_series": [{"series": k, "values": v} for k, v in inputs.items()],
                        "promql_expr_test": [{"expr": query, "eval_time": "10m",

@@ -1,4 +1,4 @@
-"""API Priority and Fairness (issue 22): the shipped FlowSchema puts the nsscaler ServiceAccount's requests in a
+"""API Priority and Fairness: the shipped FlowSchema puts the nsscaler ServiceAccount's requests in a
 priority level of their own, so a run completes while another user's requests are being refused with 429.
 
 The API server is the real one with APF on (its default). The other user is a ServiceAccount of its own whose

@@ -244,7 +244,7 @@ def test_every_freed_figure_has_its_series_with_the_same_value(api, run_job, pre
     assert got["nsscaler_policy_freed_unknown_workloads", plain] == 0
     figures = {k for k, v in obj["status"]["freed"].items() if not isinstance(v, (dict, list))}
     assert {mc.freed_metrics()[k] for k in figures} <= {n for n, _ in got}
-    _dashboard_and_readme_queries_evaluate_over(ksm.scrape(), policy=name, status=obj["status"])
+    _dashboard_and_docs_queries_evaluate_over(ksm.scrape(), policy=name, status=obj["status"])
 
 
 #: Prometheus' own labels on a scrape of kube-state-metrics (as in test_alerts.py)
@@ -253,25 +253,25 @@ SCRAPE = {"job": "kube-state-metrics", "instance": "10.0.0.7:8080"}
 HOURS = 720
 
 
-def readme_queries() -> dict[str, str]:
-    """The README's PromQL questions, by question."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("### Questions, in PromQL"):readme.index("### Dashboard")]
+def docs_queries() -> dict[str, str]:
+    """The PromQL questions of the Monitoring page, by question."""
+    page = (ROOT / "docs/operating/monitoring.md").read_text()
+    table = page[page.index("## Questions, in PromQL"):]
     return {m[1]: m[2] for m in re.finditer(r"^\| ([^|]+\?) \| `(.+)` \|$", table, re.M)}
 
 
-def _dashboard_and_readme_queries_evaluate_over(samples: list[Sample], *, policy: str, status: dict[str, Any]) -> None:
-    """promtool evaluates every dashboard panel's queries and every README query over what kube-state-metrics
-    just exported for `policy`: each panel's query must return a series; the savings queries their value, worked
-    out from the freed figures by hand (4.25 cores and 2928Mi each hour of 30 days)."""
+def _dashboard_and_docs_queries_evaluate_over(samples: list[Sample], *, policy: str, status: dict[str, Any]) -> None:
+    """promtool evaluates every dashboard panel's queries and every query of the Monitoring page over what
+    kube-state-metrics just exported for `policy`: each panel's query must return a series; the savings queries
+    their value, worked out from the freed figures by hand (4.25 cores and 2928Mi each hour of 30 days)."""
     ours = [(n, dict(labels), v) for n, labels, v in samples
             if n.startswith("nsscaler_") and ("policy", policy) in labels]
     series = [{"series": n + "{" + ",".join(f'{k}="{v}"' for k, v in sorted({**SCRAPE, **labels}.items())) + "}",
                "values": f"{int(value) if value.is_integer() else value!r}x{HOURS}"} for n, labels, value in ours]
     panels = [p for p in json.loads(mc.DASHBOARD.read_text())["panels"] if p["type"] != "row"]
     exprs = {f"{p['title']} ({t['refId']})": t["expr"].replace("$policy", ".*") for p in panels for t in p["targets"]}
-    questions = readme_queries()
-    # how many series each README question returns in this state (a filter may rightly return none)
+    questions = docs_queries()
+    # how many series each question of the Monitoring page returns in this state (a filter may rightly return none)
     answers = {"Which policies are failing, and why?": 0, "Which spec changes has no run acted on yet?": 0,
                "Which policies still have Pods running where they should not?": int(status["counts"]["podsLeft"] > 0),
                # nobody woke a namespace of this policy: the woken questions select nothing here

@@ -1,6 +1,6 @@
-"""A cluster where PriorityClasses are restricted (issue 22, README "Troubleshooting"): the ResourceQuota admission
+"""A cluster where PriorityClasses are restricted (docs/operating/troubleshooting.md): the ResourceQuota admission
 plugin configured so that Pods of a priority class need a quota that covers that class. The Job made from the
-CronJob then gets no Pod; the message users see is on the Job, and the README's fix (a ResourceQuota scoped to
+CronJob then gets no Pod; the message users see is on the Job, and the documented fix (a ResourceQuota scoped to
 the class in nsscaler's namespace) lets the Pod be created.
 
 A control plane of its own: the API server restarted with an `--admission-control-config-file` (the suite's
@@ -31,7 +31,7 @@ ADMISSION = {
         "limitedResources": [{"resource": "pods", "matchScopes": [
             {"scopeName": "PriorityClass", "operator": "Exists"}]}]}}],
 }
-#: the fix the README gives, as a user applies it
+#: the fix docs/operating/troubleshooting.md gives, as a user applies it
 QUOTA = {
     "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "nsscaler-priority", "namespace": NAMESPACE},
     "spec": {"hard": {"pods": "3"},
@@ -74,7 +74,7 @@ def test_without_a_quota_for_the_class_the_job_gets_no_pod_until_the_readme_fix(
     create_job(restricted, "blocked")
     wait_until(lambda: failed_creates(api, "blocked"), timeout=60, what="the Job's FailedCreate Event")
     message = failed_creates(api, "blocked")[0]
-    print(f"FailedCreate: {message}")  # quoted in the README; shown by `pytest -rP`
+    print(f"FailedCreate: {message}")  # quoted in docs/operating/troubleshooting.md; shown by `pytest -rP`
     assert "insufficient quota to match these scopes" in message and "PriorityClass" in message, message
     assert not api.list("Pod", NAMESPACE, labelSelector="job-name=blocked")
 

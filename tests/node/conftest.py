@@ -154,7 +154,7 @@ def job_result(plane: controlplane.ControlPlane, api: AdminApi, name: str, *, ti
 
 
 def run_cronjob_now(plane: controlplane.ControlPlane, api: AdminApi, name: str | None = None) -> JobResult:
-    """`kubectl create job --from=cronjob/nsscaler`, as the README's `make run-now`; wait for it to finish."""
+    """`kubectl create job --from=cronjob/nsscaler`, as `make run-now` does; wait for it to finish."""
     name = name or f"manual-{time.monotonic_ns() % 10**9}"
     kubectl_out(plane, "-n", NAMESPACE, "create", "job", "--from=cronjob/nsscaler", name)
     return job_result(plane, api, name)

@@ -1,4 +1,4 @@
-"""A full node (issue 22): nsscaler is needed most when the cluster is full, so its Pod must still run then.
+"""A full node: nsscaler is needed most when the cluster is full, so its Pod must still run then.
 
 The node is filled with Pods of the default priority (0) from a Deployment outside the family: in one case up to
 kubelet's Pod limit (lowered for the test so that a handful of Pods fills it), in the other up to its allocatable
@@ -143,7 +143,7 @@ def test_at_the_pod_limit_the_job_preempts_one_default_priority_pod_and_frees_th
 
 
 def test_without_the_class_the_job_waits_pending_on_a_full_node(control_plane, api, prefix, max_pods, figures):
-    """Issue 22 as it was found: the same full node, the CronJob without its priorityClassName (as the
+    """A full node without the class: the same full node, the CronJob without its priorityClassName (as the
     no-priority-class component renders it): the Pod is unschedulable and nothing is preempted."""
     family, fill, fillers, _ = full_by_pods(api, prefix, max_pods)
     name = f"no-class-{time.monotonic_ns() % 10**9}"

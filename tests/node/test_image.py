@@ -1,4 +1,4 @@
-"""The image is reproducible and says what is inside it (issue 25): the same commit, built twice from scratch with
+"""The image is reproducible and says what is inside it: the same commit, built twice from scratch with
 the offline `buildah bud` the node tier uses (`--layers=false`: every step runs again, every locked file is
 fetched and its hash checked again), holds the same packages, exactly requirements.lock's plus nsscaler's wheel —
 no pip, no setuptools — and the SBOM in the image lists each of them with its version, in valid CycloneDX.

@@ -193,7 +193,8 @@ def test_a_tier_whose_pod_never_gets_ready_releases_the_next_tier_after_restore_
     api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["live", "a"]}})
     started = time.monotonic()
     # No waiting in the run (the CronJob's 30 s in-run wait would outlast restore_wait): the tier's wait crosses
-    # runs, the README's normal case. Runs at least 5 s apart: 8 runs span more than restore_wait however fast.
+    # runs, the normal case (docs/operating/restore-tiers.md). Runs at least 5 s apart: 8 runs span more than
+    # restore_wait however fast.
     runs = runs_until_app_back(lambda: run_job_now(control_plane, api, {"NSSCALER_RESTORE_WAIT_IN_RUN": "0"}), api,
                                name=name, ns=ns, tries=8, pause=5, late_while_waiting=False)
     restore_seconds = time.monotonic() - started

@@ -1,6 +1,6 @@
 """The shape of the code, enforced: the layers stay in order, the pure folders stay pure, functions stay small.
 
-A failure here names the file and the line, and says which rule of the README's "Architecture" it breaks."""
+A failure here names the file and the line, and says which rule of docs/contributing/architecture.md it breaks."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 IO_MODULES = ("pykube", "requests", "tenacity", "urllib3", "socket", "http", "subprocess", "threading", "concurrent")
 #: HTTP and retries: only the API layer (job/cluster) imports them, so there is one way to the API server
 HTTP_LIBRARIES = ("pykube", "requests", "tenacity", "urllib3")
-#: the one client: the module that builds connections and retries (README: Architecture)
+#: the one client: the module that builds connections and retries (docs/contributing/architecture.md)
 CLIENT = JOB / "cluster" / "kube.py"
 #: the clock: `now` is a parameter of every decision
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
@@ -104,7 +104,7 @@ def _against_the_order(path: Path) -> Iterator[str]:
 
 def test_every_module_has_a_layer() -> None:
     lost = sorted(m for m in KNOWN if _entry(m) is None)
-    assert not lost, f"modules in no layer: {lost}; add them to LAYERS here and to the README's Architecture"
+    assert not lost, f"modules in no layer: {lost}; add them to LAYERS here and to docs/contributing/architecture.md"
     unused = sorted(e for layer in LAYERS for e in layer if e not in KNOWN)
     assert not unused, f"LAYERS names modules that do not exist: {unused}"
 

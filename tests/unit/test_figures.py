@@ -14,7 +14,7 @@ from tests.conftest import CRD, ROOT
 
 VERSION = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]
 KSM = yaml.safe_load((ROOT / "kustomize/components/metrics/customresourcestate.yaml").read_text())
-README = (ROOT / "README.md").read_text()
+METRICS_PAGE = (ROOT / "docs/reference/metrics.md").read_text()
 KEYS = [f.key for f in figures.COUNTS]
 
 
@@ -47,15 +47,15 @@ def test_the_printer_columns_of_figures_are_the_table():
 
 
 @pytest.mark.parametrize("figure", figures.COUNTS, ids=lambda f: f.key)
-def test_every_figure_is_a_metric_named_in_the_table_and_the_readme(figure):
+def test_every_figure_is_a_metric_named_in_the_table_and_the_metrics_page(figure):
     exported = _ksm_counts()
     assert figure.key in exported, f"kustomize/components/metrics/customresourcestate.yaml: export status.counts." \
                                    f"{figure.key} as {figure.metric}"
     name, help_text = exported[figure.key]
     assert name == figure.metric, f"customresourcestate.yaml names it {name}, job/decide/figures.py {figure.metric}"
     assert f"(status.counts.{figure.key})" in help_text
-    row = re.search(rf"^\| `nsscaler_policy_{figure.metric}` \| `counts\.{figure.key}` \|", README, re.M)
-    assert row, f"README.md's metrics table: a row for nsscaler_policy_{figure.metric} (counts.{figure.key})"
+    row = re.search(rf"^\| `nsscaler_policy_{figure.metric}` \| `counts\.{figure.key}` \|", METRICS_PAGE, re.M)
+    assert row, f"docs/reference/metrics.md's table: a row for nsscaler_policy_{figure.metric} (counts.{figure.key})"
 
 
 def test_no_metric_exports_a_count_the_table_does_not_know():

@@ -100,12 +100,12 @@ def test_the_shipped_cluster_role_grants_what_a_run_needs_for_every_built_in_kin
     assert not missing, f"kustomize/base/rbac.yaml: grant {', '.join(missing)} in the ClusterRole nsscaler-base"
 
 
-def test_the_readme_kind_table_names_every_built_in_kind():
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("### What gets frozen", 1)[1].split("\n\n", 2)[1]
+def test_the_docs_kind_table_names_every_built_in_kind():
+    page = (ROOT / "docs/operating/behaviour.md").read_text()
+    table = page.split("## What gets frozen", 1)[1].split("\n\n", 2)[1]
     named = {name for row in table.splitlines()[2:] for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
     missing = sorted(set(BUILTIN_NAMES) - named)
-    assert not missing, f"README.md: add {missing} to the table under \"What gets frozen\""
+    assert not missing, f"docs/operating/behaviour.md: add {missing} to the table under \"What gets frozen\""
 
 
 def test_a_policy_naming_an_unknown_kind_is_invalid_and_the_others_stay():

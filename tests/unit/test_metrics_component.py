@@ -159,13 +159,25 @@ def test_alerts_use_only_exported_metrics_and_say_what_to_do():
         assert "kubectl" in rule["annotations"]["description"], name
 
 
-def test_readme_lists_every_metric_and_alert():
-    readme = (ROOT / "README.md").read_text()
-    monitoring = readme[readme.index("## Monitoring"):]
+def test_the_docs_list_every_metric_and_alert_and_each_alert_has_its_runbook():
+    metrics = (ROOT / "docs/reference/metrics.md").read_text()
+    runbooks = (ROOT / "docs/runbooks/index.md").read_text()
     for name in mc.exported():
-        assert f"| `{name}" in monitoring, name
+        assert f"| `{name}" in metrics, name
     for alert in rules():
-        assert f"| `{alert}` |" in monitoring, alert
+        page = mc.runbook_page(alert)
+        assert f"| [`{alert}`]({page.removeprefix('runbooks/')}.md) |" in runbooks, alert
+        assert (ROOT / "docs" / f"{page}.md").read_text().startswith(f"# {alert}\n"), alert
+        assert rules()[alert]["annotations"]["runbook_url"] == f"{mc.DOCS_SITE}{page}.html", alert
+    assert mc.runbook_problems() == []
+
+
+def test_a_missing_runbook_url_is_caught(monkeypatch, tmp_path):
+    changed = tmp_path / "prometheus-rules.yaml"
+    changed.write_text(mc.RULES.read_text().replace("runbook_url:", "runbook:", 1))
+    monkeypatch.setattr(mc, "RULES", changed)
+    (problem,) = mc.runbook_problems()
+    assert "needs runbook_url: https://" in problem
 
 
 def _panels() -> list[dict]:
@@ -212,8 +224,7 @@ def test_dashboard_configmap_is_the_json_file_labelled_for_the_grafana_sidecar()
     assert json.loads(text) == json.loads(mc.DASHBOARD.read_text())
 
 
-def test_readme_describes_every_dashboard_panel():
-    readme = (ROOT / "README.md").read_text()
-    dashboard = readme[readme.index("### Dashboard"):]
+def test_the_dashboard_page_describes_every_panel():
+    dashboard = (ROOT / "docs/operating/dashboard.md").read_text()
     for panel in _panels():
         assert f"| {panel['title']} |" in dashboard, panel["title"]

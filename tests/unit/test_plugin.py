@@ -1,4 +1,4 @@
-"""The kubectl plugin's pure parts: when the next run is due (cron), and its --help as the README shows it."""
+"""The kubectl plugin's pure parts: when the next run is due (cron), and its --help as its docs page shows it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from job.plugin import cli, cron
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+PAGE = (Path(__file__).resolve().parents[2] / "docs/using/plugin.md").read_text()
 NOW = dt.datetime(2026, 12, 4, 4, 33, 20, tzinfo=dt.UTC)  # a Friday
 
 
@@ -42,12 +42,12 @@ def test_a_schedule_that_never_fires_within_the_horizon_is_unknown():
 
 
 @pytest.mark.parametrize("command", ["", "wake", "sleep", "status"])
-def test_the_readme_shows_each_help_as_it_is(command, monkeypatch):
+def test_the_plugin_page_shows_each_help_as_it_is(command, monkeypatch):
     monkeypatch.setenv("COLUMNS", "110")
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         cli.main([command, "--help"] if command else ["--help"])
-    assert f"$ kubectl nsscaler {command + ' ' if command else ''}--help\n{out.getvalue()}" in README
+    assert f"$ kubectl nsscaler {command + ' ' if command else ''}--help\n{out.getvalue()}" in PAGE
 
 
 def test_a_bad_duration_is_refused_before_any_request(tmp_path, capsys):

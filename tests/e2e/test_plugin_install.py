@@ -1,0 +1,77 @@
+"""The plugin as docs/using/plugin.md installs it: the wheel into an environment of its own, nothing else on PATH
+but that environment and kubectl; then a developer with `edit` in one namespace, whose KUBECONFIG is two files,
+wakes it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+import yaml
+
+from devtools.builders import AdminApi
+from devtools.cluster import controlplane
+from tests.conftest import ROOT, kubectl
+from tests.users import User, grant_edit
+
+PAGE = (ROOT / "docs/using/plugin.md").read_text()
+
+
+def test_the_page_installs_the_wheel_in_one_line():
+    (line,) = re.findall(r"```sh\n(.+)\n```", PAGE.split("## Install it in one line", 1)[1].split("\n## ", 1)[0])
+    assert re.fullmatch(r"pipx install \./nsscaler-[\d.]+-py3-none-any\.whl", line), line
+    assert "python -m pip wheel --no-deps -w dist ." in PAGE
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `pipx install <wheel>` leaves: a venv of its own holding the wheel and its dependencies (here at the
+    locked pins, hashes checked), and `kubectl-nsscaler` in its bin folder."""
+    folder = tmp_path_factory.mktemp("plugin")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+                    "--wheel-dir", str(folder / "dist"), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = (folder / "dist").glob("nsscaler-*-py3-none-any.whl")
+    venv.create(folder / "venv", with_pip=True)
+    pip = folder / "venv" / "bin" / "pip"
+    subprocess.run([str(pip), "install", "--quiet", "--require-hashes", "--no-deps", "-r",
+                    str(ROOT / "requirements.lock")], check=True, capture_output=True)
+    subprocess.run([str(pip), "install", "--quiet", "--no-deps", str(wheel)], check=True, capture_output=True)
+    return folder / "venv" / "bin"
+
+
+def as_developer(bin_dir: Path, kubeconfig: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """kubectl run as a developer would: PATH holds the plugin's environment and kubectl, nothing of .venv."""
+    env = {"PATH": f"{bin_dir}{os.pathsep}{Path(kubectl()).parent}{os.pathsep}/usr/bin:/bin",
+           "HOME": str(home), "KUBECONFIG": kubeconfig, "COLUMNS": "110"}  # the width the page shows
+    return subprocess.run([kubectl(), *args], capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.mark.usefixtures("wake_admission")
+def test_an_edit_only_user_with_a_two_file_kubeconfig_wakes_a_namespace_with_the_installed_plugin(
+        installed: Path, api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str, tmp_path: Path):
+    ns = prefix + "v1"
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    alice = User(control_plane, f"{prefix}alice", tmp_path)
+    grant_edit(api, ns, alice)
+    own = yaml.safe_load(alice.kubeconfig.read_text())
+    clusters, credentials = tmp_path / "clusters.yaml", tmp_path / "credentials.yaml"
+    clusters.write_text(yaml.safe_dump({**own, "users": []}))
+    credentials.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": own["users"]}))
+    kubeconfig = f"{clusters}{os.pathsep}{credentials}"
+
+    listed = as_developer(installed, kubeconfig, tmp_path, "plugin", "list")
+    assert f"{installed}/kubectl-nsscaler" in listed.stdout, (listed.stdout, listed.stderr)
+    helped = as_developer(installed, kubeconfig, tmp_path, "nsscaler", "--help")
+    assert helped.returncode == 0 and f"$ kubectl nsscaler --help\n{helped.stdout}" in PAGE
+
+    woken = as_developer(installed, kubeconfig, tmp_path, "nsscaler", "wake", "-n", ns, "--for", "1h",
+                         "--reason", "customer demo")
+    assert woken.returncode == 0, woken.stderr
+    assert re.match(rf"Wake {ns}/\S+ created by {alice.name} for 1h ", woken.stdout), woken.stdout
+    (wake,) = api.list("Wake", namespace=ns)
+    assert wake["spec"]["requestedBy"] == alice.name and wake["spec"]["reason"] == "customer demo"
