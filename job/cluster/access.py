@@ -64,7 +64,7 @@ def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] =
         if lacking:
             parts.append(f"kind {kind} (selected by a policy) needs {', '.join(map(str, lacking))}: apply a "
                          f"ClusterRole labelled {AGGREGATE_LABEL}=true that grants list, get and patch on it "
-                         f"(README: Custom kinds)")
+                         f"(docs/operating/custom-kinds.md)")
     raise StartupError("; ".join(parts))
 
 
@@ -80,7 +80,7 @@ def startup_error(kube: Kube, exc: ApiError) -> StartupError:
                             f"token or certificate in the kubeconfig")
     if exc.status in TRANSIENT_STATUSES:
         return StartupError(f"the API server at {kube.server} is overloaded or unavailable ({exc}); the Job "
-                             f"retries the run (exit 1): if it lasts, see README: Release day", retryable=True)
+                             f"retries the run (exit 1): if it lasts, see docs/operating/release-day.md", retryable=True)
     return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
 
 

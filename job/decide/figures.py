@@ -2,7 +2,7 @@
 from the run's outcome, and where else it shows (the JSON report, a `kubectl get` column, a metric).
 
 `status.counts` and the JSON report's figures are built from this table; the CRD's status schema and printer
-columns, the kube-state-metrics config and the README's metrics table are checked against it
+columns, the kube-state-metrics config and docs/reference/metrics.md are checked against it
 (`tests/unit/test_figures.py`, which names the file to change). Adding a figure is one entry here and its
 computation on `PolicyOutcome`.
 """

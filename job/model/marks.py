@@ -1,7 +1,7 @@
 """Every mark nsscaler reads or leaves on an object: annotation and label keys, selectors, its field manager.
 
 Defined once here and imported everywhere else, so a key can never drift between the code that writes a
-record and the code that reads it back (README: "Recorded state on a workload")."""
+record and the code that reads it back (docs/reference/marks.md)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ class Settings(BaseSettings):
                                                      "status and no Events are written")
     default_kinds: Annotated[list[Kind], NoDecode] = Field(
         default=[Kind.DEPLOYMENT, Kind.STATEFULSET],
-        description="kinds frozen by a policy whose spec.kinds is empty (Deployment, StatefulSet, CronJob, Job, "
+        description="kinds frozen by a policy that leaves spec.kinds out (Deployment, StatefulSet, CronJob, Job, "
                     "ReplicaSet, ReplicationController, or <Kind>.<group> of a kind with a /scale subresource)")
     protected_namespaces: Annotated[list[str], NoDecode] = Field(
         default=["kube-system"], description="namespaces nsscaler never touches, whatever a policy says")

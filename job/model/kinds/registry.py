@@ -2,7 +2,7 @@
 whose selection freezes it, and whether the Pod census LISTs it to follow owner chains; and the facts derived
 from it. A built-in kind that freezes like another is one entry here; one frozen a new way is one module in
 this package plus its entry. What else names the built-in kinds is checked against this table by tests that
-name the file to change (the CRD's kind patterns, the ClusterRole, the README's kind table:
+name the file to change (the CRD's kind patterns, the ClusterRole, the docs' kind table:
 tests/unit/test_kinds.py)."""
 
 from __future__ import annotations
