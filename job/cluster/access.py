@@ -80,7 +80,8 @@ def startup_error(kube: Kube, exc: ApiError) -> StartupError:
                             f"token or certificate in the kubeconfig")
     if exc.status in TRANSIENT_STATUSES:
         return StartupError(f"the API server at {kube.server} is overloaded or unavailable ({exc}); the Job "
-                             f"retries the run (exit 1): if it lasts, see docs/operating/release-day.md", retryable=True)
+                             f"retries the run (exit 1): if it lasts, see docs/operating/release-day.md",
+                            retryable=True)
     return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
 
 
