@@ -327,6 +327,7 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     assert marks_left(api, prefix) == []
     assert all(api.exists("CustomResourceDefinition", name) for name in CRDS), "CRDs are kept by default"
     assert not api.exists("CronJob", "nsscaler", NAMESPACE)
+    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
 
     # installed again, asked not to keep its CRDs: the uninstall removes them (and every NSScaler with them)
     install(helm, plane, tmp_path, {"crds": {"install": True, "keep": False}})
@@ -334,6 +335,7 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     assert result.returncode == 0, result.stderr
     wait_until(lambda: not any(api.exists("CustomResourceDefinition", name) for name in CRDS),
                what="the CRDs to be removed")
+    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
 
 
 def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
@@ -351,7 +353,9 @@ def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothi
     result, runs = uninstall(helm, plane, api, tmp_path)
 
     assert result.returncode != 0
-    assert "pre-delete" in result.stderr or "hook" in result.stderr, result.stderr
+    # helm names the hook Job that failed; it stays (deleted only on success), so its log says what is left
+    assert "Job/nsscaler/nsscaler-release" in result.stderr and "Failed" in result.stderr, result.stderr
+    assert api.exists("Job", "nsscaler-release", NAMESPACE)
     assert runs and all(r.returncode == 1 for r in runs)
     assert f"left frozen: deployment/web in {ns}" in runs[0].stderr
     assert api.exists("CronJob", "nsscaler", NAMESPACE), "nothing is removed while something is held"
