@@ -28,6 +28,7 @@ import yaml
 from devtools import builders, chart
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
+from devtools.cluster.versions import cache_root
 from job import __version__
 from job.model.marks import ANNOTATION_EXCLUDE
 from tests.conftest import ROOT, built_tool, kubectl
@@ -59,9 +60,14 @@ def plane_api(plane: controlplane.ControlPlane) -> AdminApi:
     return AdminApi(plane)
 
 
+def helm_env() -> dict[str, str]:
+    """helm's own cache, config and data in the tools' cache, never the user's."""
+    home = cache_root() / "helm-home"
+    return {**os.environ, **{f"HELM_{part}_HOME": str(home / part.lower()) for part in ("CACHE", "CONFIG", "DATA")}}
+
+
 def run(helm: str, *args: str, kubeconfig: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HELM_CACHE_HOME": "/tmp/nsscaler-helm/cache", "HELM_CONFIG_HOME": "/tmp/nsscaler-helm/config",
-           "HELM_DATA_HOME": "/tmp/nsscaler-helm/data"}
+    env = helm_env()
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
     result = subprocess.run([helm, *args], capture_output=True, text=True, env=env, check=False, timeout=600)
@@ -258,8 +264,7 @@ def kubelet_ends(api: AdminApi, pod: dict[str, Any], code: int) -> None:
 def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path) -> tuple[
         subprocess.CompletedProcess[str], list[subprocess.CompletedProcess[str]]]:
     """`helm uninstall`, while each Pod of its release hook Job runs as a kubelet would run it."""
-    env = {**os.environ, "KUBECONFIG": str(plane.admin_kubeconfig), "HELM_CACHE_HOME": "/tmp/nsscaler-helm/cache",
-           "HELM_CONFIG_HOME": "/tmp/nsscaler-helm/config", "HELM_DATA_HOME": "/tmp/nsscaler-helm/data"}
+    env = {**helm_env(), "KUBECONFIG": str(plane.admin_kubeconfig)}
     proc = subprocess.Popen([helm, "uninstall", RELEASE, "-n", "default", "--timeout", "5m"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs: list[subprocess.CompletedProcess[str]] = []
@@ -291,7 +296,7 @@ def install(helm: str, plane: controlplane.ControlPlane, tmp_path: Path, values:
 def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(helm, plane, plane_api, tmp_path):
     api, prefix = plane_api, "life-"
     install(helm, plane, tmp_path, {})
-    wait_until(lambda: api.crd_established(), what="the chart's CRD")
+    wait_until(api.crd_established, what="the chart's CRD")
     for f in "ab":
         make_every_kind(api, f"{prefix}{f}-v1")
         api.create(builders.namespace(f"{prefix}{f}-v2"))
@@ -341,7 +346,7 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
 def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
     api, prefix = plane_api, "stuck-"
     install(helm, plane, tmp_path, {})
-    wait_until(lambda: api.crd_established(), what="the chart's CRD")
+    wait_until(api.crd_established, what="the chart's CRD")
     ns = f"{prefix}v1"
     for n in (ns, f"{prefix}v2"):
         api.create(builders.namespace(n))

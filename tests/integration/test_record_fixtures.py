@@ -21,7 +21,7 @@ import yaml
 from devtools import builders
 from devtools.builders import AdminApi
 from job import __version__
-from job.model.marks import DOMAIN
+from job.model.marks import ANNOTATION_KEDA_PAUSED, DOMAIN
 from tests import crds
 from tests.integration.test_release import EVERY_KIND, SYSTEM_ANNOTATIONS, make_every_kind
 
@@ -60,7 +60,7 @@ def make_world(api: AdminApi, ns: str) -> None:
     crds.install(api, [*crds.TEST_KINDS, crds.SCALED_OBJECT])
     make_every_kind(api, ns)
     api.create(builders.custom("Fleet", ns, "fleet", {"replicas": 4}))
-    api.create(builders.scaled_object(ns, "web-scaler", "web", annotations={"autoscaling.keda.sh/paused-replicas": "2"}))
+    api.create(builders.scaled_object(ns, "web-scaler", "web", annotations={ANNOTATION_KEDA_PAUSED: "2"}))
 
 
 def objects(api: AdminApi, ns: str) -> list[dict[str, Any]]:
@@ -94,7 +94,8 @@ def write_records(api: AdminApi, run_job: Any, prefix: str) -> None:
     api.create(builders.nsscaler(policy, prefix, ["v2"], kinds=KINDS))
     assert run_job("--restore-wait-in-run", "0").exit_code == 0
     frozen = objects(api, ns)
-    doc = {"version": __version__, "workloads": [{"before": b, "frozen": f} for b, f in zip(before, frozen, strict=True)]}
+    pairs = zip(before, frozen, strict=True)
+    doc = {"version": __version__, "workloads": [{"before": b, "frozen": f} for b, f in pairs]}
     text = swap(yaml.safe_dump(doc, sort_keys=False), {ns: NS, policy: POLICY})
     (FIXTURES / f"{__version__}.yaml").write_text(
         f"# Records as nsscaler {__version__} writes them (tests/integration/test_record_fixtures.py). Never edit.\n"

@@ -1,4 +1,4 @@
-{{/* The image: repository@digest when a digest is given, else repository:tag (the chart's appVersion). */}}
+{{/* The image: repository@digest when a digest is given, else repository:tag (tag: the appVersion). */}}
 {{- define "nsscaler.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
