@@ -311,12 +311,14 @@ def files() -> dict[str, str]:
 
 
 def write(found: dict[str, str]) -> None:
-    if CHART.exists():
-        shutil.rmtree(CHART)
-    for name, text in found.items():
+    """Only what changed is written, and what the chart no longer has removed."""
+    for name in stale(found):
         path = CHART / name
+        if name not in found:
+            path.unlink()
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_text(found[name])
 
 
 def stale(found: dict[str, str]) -> list[str]:
