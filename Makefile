@@ -32,7 +32,7 @@ install: $(BIN)/.installed ## create .venv from requirements-dev.lock: nsscaler,
 lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pins they allow (UPGRADE=1: newest)
 	$(BIN)/python -m tools.lock $(if $(UPGRADE),--upgrade)
 
-control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager once (cached, ~8 min on 2 cores)
+control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager, kubectl once (cached, ~8 min on 2 cores)
 	$(BIN)/python -m devtools.cluster build
 
 lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint and `kubectl kustomize` of every overlay
@@ -61,6 +61,9 @@ metrics-manifests: install ## regenerate the metrics component's PrometheusRule 
 
 test: install control-plane metrics-tools ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
+
+test-versions: install ## the compatibility suite against Kubernetes 1.34 to 1.37, each built once (cached, ~6 min each)
+	$(BIN)/python -m devtools.version_tier $(PYTEST_ARGS)
 
 test-slow: install control-plane ## the long fault tests (crash loops, API server restarts)
 	$(BIN)/pytest -m "slow and not node" $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: no slow test selected

@@ -251,6 +251,16 @@ class AdminApi:
     def pods(self, namespace: str) -> list[dict[str, Any]]:
         return self.list("Pod", namespace)
 
+    def serves(self, group_version: str, plural: str) -> bool:
+        """Whether the API server serves `plural` in `group_version` (discovery), e.g. a kind GA only lately."""
+        resp = self.http.get(f"{self.plane.server}/apis/{group_version}", timeout=30)
+        return resp.status_code == 200 and any(r.get("name") == plural for r in resp.json().get("resources") or [])
+
+    def server_version(self) -> tuple[int, int]:
+        """The API server's (major, minor), from /version."""
+        info = self.http.get(f"{self.plane.server}/version", timeout=30).json()
+        return int(info["major"]), int("".join(ch for ch in info["minor"] if ch.isdigit()))
+
     def crd_established(self, name: str = "nsscalers.operators.wubw.fun") -> bool:
         if not self.exists("CustomResourceDefinition", name):
             return False

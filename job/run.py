@@ -174,6 +174,7 @@ def _still_waiting(decision: Decision, results: list[ActionResult]) -> frozenset
 def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
     """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
     `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
+    read.server_version(kube)
     policies: Sequence[Policy | InvalidPolicy] = read.policies(kube, settings)
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,13 +23,14 @@ import pytest
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
-from devtools.cluster import controlplane, tools
+from devtools.cluster import controlplane, tools, versions
 from devtools.cluster.__main__ import running
 from job.cli import main
 from tests import schema_fuzz
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "kustomize" / "base"
+REQUESTER_STAMP = ROOT / "kustomize" / "components" / "wake-requester-stamp" / "wake-requester-stamp.yaml"
 CRD = BASE / "crd.yaml"
 WAKE_CRD = BASE / "wake-crd.yaml"
 
@@ -64,7 +64,9 @@ def apply_manifest(kubeconfig: Path, path: Path, *, kustomize: bool = False) -> 
 
 
 def kubectl() -> str:
-    return str(Path(sys.executable).parent / "kubectl")
+    """The kubectl of the control plane's own Kubernetes version (built with it): always within kubectl's
+    supported skew of one minor, whichever version the suite runs against."""
+    return str(versions.bin_dir() / "kubectl")
 
 
 @pytest.fixture(scope="session")
@@ -77,24 +79,30 @@ def crd(api: AdminApi, control_plane: controlplane.ControlPlane) -> None:
 
 
 @pytest.fixture(scope="session")
-def wake_admission(api: AdminApi, control_plane: controlplane.ControlPlane, crd: None) -> None:
-    """The shipped admission policies and Wake ClusterRoles, and the aggregation into `edit` done."""
+def wake_admission(api: AdminApi, control_plane: controlplane.ControlPlane, crd: None) -> bool:
+    """The shipped admission policies and Wake ClusterRoles, and the aggregation into `edit` done. Where the
+    server serves MutatingAdmissionPolicy v1 (Kubernetes 1.36 and later), also the component that stamps the
+    requester into a Wake written by hand; returns whether it is installed."""
     apply_manifest(control_plane.admin_kubeconfig, BASE / "wake-rbac.yaml")
     apply_manifest(control_plane.admin_kubeconfig, BASE / "wake-admission.yaml")
+    stamps = api.serves("admissionregistration.k8s.io/v1", "mutatingadmissionpolicies")
+    if stamps:
+        apply_manifest(control_plane.admin_kubeconfig, REQUESTER_STAMP)
 
     def edit_has_wakes() -> bool:
         rules = api.get("ClusterRole", "edit").get("rules") or []
         return any("wakes" in (r.get("resources") or []) for r in rules)
     wait_until(edit_has_wakes, timeout=60, what="the Wake ClusterRole aggregated into edit")
 
-    def stamped() -> bool:  # the policies take effect a moment after they are created, each in its own time
+    def in_force() -> bool:  # the policies take effect a moment after they are created, each in its own time
         try:
-            made = api.create(builders.wake("default", "3h", name=None))
-        except AssertionError:  # the validating policy already refuses what the mutating one does not stamp yet
-            return False
+            made = api.create(builders.wake("default", "3h", name=None, **({} if stamps else {"requestedBy": "x"})))
+        except AssertionError:  # refused: the validating policy is in force (and the stamp, if any, not yet)
+            return not stamps
         api.delete("Wake", made["metadata"]["name"], "default")
-        return bool(made["spec"].get("requestedBy"))
-    wait_until(stamped, timeout=60, what="the MutatingAdmissionPolicy to stamp requestedBy")
+        return stamps and bool(made["spec"].get("requestedBy"))
+    wait_until(in_force, timeout=60, what="the Wake admission policies to take effect")
+    return stamps
 
 
 @pytest.fixture

@@ -37,6 +37,9 @@ _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "host", "conten
 Hook = Callable[[str, str], str | None]
 #: an `after_forward` hook gets the method, the path and the API server's status code
 AfterHook = Callable[[str, str, int], None]
+#: a `rewrite` hook gets the method, the path and the API server's answer, and returns the body to send instead
+#: (e.g. a `/version` that names another Kubernetes version)
+Rewrite = Callable[[str, str, bytes], bytes]
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -48,13 +51,15 @@ class _QuietServer(ThreadingHTTPServer):
 
 class FaultProxy:
     def __init__(self, plane: ControlPlane, *, fraction: float, faults: tuple[str, ...] = FAULTS,
-                 seed: int = 7, before_forward: Hook | None = None, after_forward: AfterHook | None = None) -> None:
+                 seed: int = 7, before_forward: Hook | None = None, after_forward: AfterHook | None = None,
+                 rewrite: Rewrite | None = None) -> None:
         self.plane = plane
         self.fraction = fraction
         self.faults = faults
         self.random = random.Random(seed)
         self.before_forward = before_forward
         self.after_forward = after_forward
+        self.rewrite = rewrite
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
         self._lock = threading.Lock()
@@ -136,6 +141,8 @@ class FaultProxy:
                 data = resp.read()
                 if proxy.after_forward:
                     proxy.after_forward(self.command, self.path, resp.status)
+                if proxy.rewrite:
+                    data = proxy.rewrite(self.command, self.path, data)
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in _HOP_HEADERS:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from devtools.cluster import build, controlplane, hostnet, node
+from devtools.cluster import build, controlplane, hostnet, node, versions
 
 DEFAULT_STATE = Path(".cluster")
 #: the programs a start runs from the state folder (containerd's shims name its socket there)
@@ -27,6 +27,8 @@ def running(state: Path) -> controlplane.ControlPlane | None:
     if not (state / "state.json").exists():
         return None
     plane = controlplane.ControlPlane.load(state)
+    if Path(plane.binaries.get("kube-apiserver", "")).parent != versions.bin_dir():
+        return None  # another Kubernetes version than the one selected: not the plane asked for
     return plane if plane.is_alive() and plane.is_ready() else None
 
 

@@ -114,8 +114,8 @@ def _build_kubernetes(work: Path, out: Path, log: Path, *, version: str, command
 
 def kubernetes_source() -> Path:
     """The k8s.io/kubernetes module's files (from the Go module cache; downloaded if missing)."""
-    info = json.loads(_go_output(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{versions.kubernetes_version()}"],
-                                 cwd=Path.home()))
+    module = f"k8s.io/kubernetes@{versions.kubernetes_version()}"
+    info = json.loads(_go_output(["go", "mod", "download", "-json", module], cwd=Path.home()))
     return Path(info["Dir"])
 
 

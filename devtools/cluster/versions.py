@@ -4,7 +4,7 @@ Each supported minor is pinned to the newest patch the Go module proxy serves; K
 staging modules (k8s.io/api, k8s.io/apiserver, ...) as v0.Y.Z. etcd v3.6.x is the release line Kubernetes 1.34
 to 1.37 are tested with, so one etcd binary serves every version.
 
-`NSSCALER_KUBERNETES` (a minor such as `1.34`) selects the version a control plane is built and started with;
+`DEVTOOLS_KUBERNETES` (a minor such as `1.34`) selects the version a control plane is built and started with;
 without it, the default: the version the whole suite runs against.
 """
 
@@ -22,12 +22,14 @@ SUPPORTED = {
 }
 DEFAULT_MINOR = "1.36"
 ETCD_VERSION = "v3.6.16"
-VERSION_ENV = "NSSCALER_KUBERNETES"
+VERSION_ENV = "DEVTOOLS_KUBERNETES"
 
 #: binaries the test suite needs, with the Go package that builds each
 KUBERNETES_COMMANDS = {
     "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+    # kubectl supports one minor of skew either way: each server is driven by a kubectl of its own version
+    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
 }
 BINARIES = ("etcd", *KUBERNETES_COMMANDS)
 

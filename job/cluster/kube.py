@@ -284,6 +284,11 @@ class Kube:
         """One object; cluster-scoped without `namespace`."""
         return dict(self._send("get", "GET", version=version, namespace=namespace, url=f"{plural}/{name}"))
 
+    def server_version(self) -> dict[str, Any]:
+        """`/version` (readable by every identity, `system:public-info-viewer`). Counted as `version`, not as a
+        `get`: it reads no object (the API server's own request metrics leave it out too)."""
+        return dict(self._send("version", "GET", version="/", url="version"))
+
     def discovery(self) -> dict[str, Any]:
         """Every API group with its versions and resources, in one response (aggregated discovery, GA in
         Kubernetes 1.30; an older server answers with the plain group list, without resources). Readable by

@@ -20,6 +20,7 @@ from job.cluster.access import preflight, startup_error
 from job.cluster.kube import Kube
 from job.decide import listing, reads
 from job.errors import ApiError, StartupError
+from job.model import kubernetes
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
@@ -36,6 +37,20 @@ log = logging.getLogger(__name__)
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_PLURAL = "customresourcedefinitions"
+
+
+def server_version(kube: Kube) -> kubernetes.Verdict:
+    """The first request of a run: which Kubernetes it talks to. Below the supported range the run does not
+    start (exit 2, one line); what the server lacks is said once, here."""
+    try:
+        verdict = kubernetes.judge(kubernetes.ServerVersion.parse(kube.server_version()))
+    except ApiError as exc:
+        raise startup_error(kube, exc) from None
+    if verdict.refused:
+        raise StartupError(verdict.refused)
+    for note in verdict.notes:
+        log.warning(note)
+    return verdict
 
 
 def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:

@@ -91,10 +91,15 @@ def wake(kube: Kube, args: argparse.Namespace, *, now: dt.datetime) -> int:
     except ValueError as exc:
         print(f"kubectl nsscaler wake: --for {exc}", file=sys.stderr)
         return 2
-    spec: dict[str, Any] = {"duration": args.duration, **({"reason": args.reason} if args.reason else {})}
-    body = {"apiVersion": policy_api.API_VERSION, "kind": wake_api.KIND,
-            "metadata": {"generateName": "wake-", "namespace": ns}, "spec": spec}
     try:
+        # Who asks is named by the client and checked by the API server (the ValidatingAdmissionPolicy refuses
+        # any name but the caller's own): this works on every supported version, with or without the
+        # MutatingAdmissionPolicy that fills it in for a Wake written by hand.
+        me = whoami(kube)
+        spec: dict[str, Any] = {"duration": args.duration, **({"reason": args.reason} if args.reason else {}),
+                                **({"requestedBy": me} if me else {})}
+        body = {"apiVersion": policy_api.API_VERSION, "kind": wake_api.KIND,
+                "metadata": {"generateName": "wake-", "namespace": ns}, "spec": spec}
         created = kube.create(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=ns, body=body)
     except ApiError as exc:
         print(f"kubectl nsscaler wake: the API server refused: {exc.message}", file=sys.stderr)

@@ -46,7 +46,7 @@ def cronjob_container() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def installed(control_plane, api: AdminApi) -> str:
     """The prod overlay applied to the cluster; returns kubectl's output of the first apply."""
-    out = kubectl_run(control_plane.admin_kubeconfig, "apply", "-k", str(OVERLAY)).stdout
+    out = kubectl_run(control_plane.admin_kubeconfig, "apply", "--server-side", "-k", str(OVERLAY)).stdout
     wait_until(lambda: api.exists("ServiceAccount", "nsscaler", NAMESPACE), what="the nsscaler ServiceAccount")
     return out
 
@@ -72,18 +72,34 @@ def run_as_cronjob(kubeconfig: Path, *extra: str) -> subprocess.CompletedProcess
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.versions
 def test_prod_overlay_applies_in_one_go_and_again_is_a_no_op(control_plane, installed):
-    assert "customresourcedefinition.apiextensions.k8s.io/nsscalers.operators.wubw.fun" in installed
-    again = kubectl_run(control_plane.admin_kubeconfig, "apply", "-k", str(OVERLAY)).stdout.splitlines()
-    assert again and all(line.endswith("unchanged") for line in again), again
+    assert "customresourcedefinition.apiextensions.k8s.io/nsscalers.operators.wubw.fun serverside-applied" in installed
+
+    def versions() -> dict[str, str]:
+        listed = json.loads(kubectl_run(control_plane.admin_kubeconfig, "get", "-k", str(OVERLAY), "-o", "json").stdout)
+        return {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["resourceVersion"] for o in listed["items"]}
+    before = versions()
+    assert len(before) == len(rendered())  # every object of the overlay is there
+    kubectl_run(control_plane.admin_kubeconfig, "apply", "--server-side", "-k", str(OVERLAY))
+    assert versions() == before  # the second apply changed nothing
 
 
-@pytest.mark.parametrize("overlay", ["prod", "dry-run", "prod-without-priority-class"])
-def test_rendered_overlays_pass_the_servers_schema_check(control_plane, installed, overlay):
-    kubectl_run(control_plane.admin_kubeconfig, "apply", "--dry-run=server", "-k",
-                str(ROOT / "kustomize" / "overlays" / overlay))
+@pytest.mark.versions
+@pytest.mark.parametrize("overlay", ["prod", "dry-run", "prod-without-priority-class", "prod-with-requester-stamp"])
+def test_rendered_overlays_pass_the_servers_schema_check(control_plane, api, installed, overlay):
+    """Every overlay is accepted by the server; the one with the requester stamp needs MutatingAdmissionPolicy
+    v1 (Kubernetes 1.36 and later), and an older server refuses it by that name."""
+    checked = kubectl_run(control_plane.admin_kubeconfig, "apply", "--server-side", "--dry-run=server", "-k",
+                          str(ROOT / "kustomize" / "overlays" / overlay), check=False)
+    if overlay == "prod-with-requester-stamp" and not api.serves("admissionregistration.k8s.io/v1",
+                                                                 "mutatingadmissionpolicies"):
+        assert checked.returncode != 0 and "MutatingAdmissionPolicy" in checked.stderr, checked.stderr
+    else:
+        assert checked.returncode == 0, checked.stderr
 
 
+@pytest.mark.versions
 def test_job_as_the_overlays_service_account_freezes_restores_and_writes_status(api, sa_kubeconfig, prefix):
     make_family(api, prefix, {"v1": {"d-web": 2, "s-db": 1}, "v2": {"d-web": 3}})
     api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
@@ -100,6 +116,7 @@ def test_job_as_the_overlays_service_account_freezes_restores_and_writes_status(
     assert api.replicas("StatefulSet", prefix + "v1", "s-db") == 1
 
 
+@pytest.mark.versions
 def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeconfig):
     token = yaml.safe_load(sa_kubeconfig.read_text())["users"][0]["user"]["token"]
     http = requests.Session()
@@ -143,6 +160,7 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeco
                      timeout=10).status_code == 403
 
 
+@pytest.mark.versions
 def test_a_custom_kind_is_refused_until_its_aggregated_cluster_role_is_applied(control_plane, api, sa_kubeconfig,
                                                                               prefix):
     explain = kubectl_run(control_plane.admin_kubeconfig, "explain", "nsscaler.spec.kinds").stdout
@@ -180,6 +198,7 @@ def test_a_custom_kind_is_refused_until_its_aggregated_cluster_role_is_applied(c
         api.delete("ClusterRole", f"{prefix}fleets")
 
 
+@pytest.mark.versions
 def test_run_now_creates_a_job_whose_pod_restricted_pod_security_admits(control_plane, api, installed):
     name = f"manual-{os.getpid()}"
     kubectl_run(control_plane.admin_kubeconfig, "-n", NAMESPACE, "create", "job", "--from=cronjob/nsscaler", name)
@@ -193,6 +212,7 @@ def test_run_now_creates_a_job_whose_pod_restricted_pod_security_admits(control_
                     check=False)
 
 
+@pytest.mark.versions
 def test_kubectl_get_shows_the_printer_columns(control_plane, api, sa_kubeconfig, prefix):
     make_family(api, prefix, {"a": {"d-web": 1}})
     api.create(builders.nsscaler(f"{prefix}p", prefix, ["b"]))

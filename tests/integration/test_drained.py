@@ -31,6 +31,7 @@ def live_pods(api: AdminApi, ns: str, app: str | None = None) -> int:
                if p["status"].get("phase") not in ("Succeeded", "Failed"))
 
 
+@pytest.mark.versions
 def test_pods_of_excluded_workloads_do_not_block_done(api: AdminApi, run_job, prefix, control_plane):
     ns, name = prefix + "v1", f"{prefix}p"
     api.create(builders.namespace(ns))

@@ -60,6 +60,7 @@ def test_kinds(api: AdminApi) -> None:
     crds.install(api, crds.TEST_KINDS)
 
 
+@pytest.mark.versions
 def test_running_job_is_suspended_its_pods_go_and_it_resumes_a_finished_job_is_untouched(api, run_job, prefix):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
@@ -90,6 +91,7 @@ def test_running_job_is_suspended_its_pods_go_and_it_resumes_a_finished_job_is_u
     wait_until(lambda: len(job_pods(api, ns, "batch")) == 2, what="the resumed Job's Pods")
 
 
+@pytest.mark.versions
 def test_cronjob_policy_suspends_the_cronjob_and_its_running_job_and_a_deleted_job_is_no_error(
         api, run_job, prefix):
     ns = prefix + "v1"
@@ -127,6 +129,7 @@ def test_an_excluded_cronjob_keeps_its_running_job_running(api, run_job, prefix)
     assert api.status(f"{prefix}p")["counts"]["excluded"] == 2
 
 
+@pytest.mark.versions
 def test_standalone_replicasets_are_frozen_and_restored_a_deployments_never(api, run_job, prefix):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
@@ -160,6 +163,7 @@ def deployment_sets(api: AdminApi, ns: str) -> list[dict[str, Any]]:
     return [rs for rs in api.list("ReplicaSet", ns) if rs["metadata"]["name"].startswith("web-")]
 
 
+@pytest.mark.versions
 def test_custom_resources_are_frozen_with_their_record_in_one_write_and_restored_exactly(
         api, run_job, prefix, test_kinds):
     ns = prefix + "v1"
@@ -280,6 +284,7 @@ def test_unknown_kind_or_one_without_scale_is_invalid_and_the_other_policy_acts(
     assert api.status(f"{prefix}good")["conditions"][0]["status"] == "True"
 
 
+@pytest.mark.versions
 def test_keda_scaled_objects_are_paused_and_get_exactly_their_own_setting_back(api, run_job, prefix):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
@@ -311,6 +316,7 @@ def test_keda_scaled_objects_are_paused_and_get_exactly_their_own_setting_back(a
     assert api.get("ScaledObject", "api", ns)["metadata"].get("annotations", {}) == {}
 
 
+@pytest.mark.versions
 def test_the_real_hpa_controller_leaves_a_frozen_deployment_at_zero_and_restore_gives_its_count(
         api, run_job, prefix):
     ns = prefix + "v1"

@@ -25,6 +25,7 @@ def test_kinds(api: AdminApi) -> None:
     crds.install(api, crds.TEST_KINDS)
 
 
+@pytest.mark.versions
 @pytest.mark.usefixtures("test_kinds")
 def test_status_lists_frozen_daemonsets_and_custom_kinds(api: AdminApi, control_plane, run_job, prefix, tmp_path):
     ns, policy = prefix + "v1", f"{prefix}p"

@@ -34,6 +34,7 @@ def expected(prefix_active: set[str], family=FAMILY) -> dict[str, int]:
     return {f"{s}/{n}": (count if s in prefix_active else 0) for s, w in family.items() for n, count in w.items()}
 
 
+@pytest.mark.versions
 def test_original_operator_sample_works_unchanged(api: AdminApi, run_job, prefix):
     sample = yaml.safe_load((ROOT / "kustomize/samples/original-operator.yaml").read_text())
     api.create(builders.deployment("kube-public", f"{prefix}web", 2))
@@ -52,6 +53,7 @@ def test_original_operator_sample_works_unchanged(api: AdminApi, run_job, prefix
     api.delete("Deployment", f"{prefix}web", "kube-system")
 
 
+@pytest.mark.versions
 def test_family_freeze_switch_and_delete_restore_exact_counts(api: AdminApi, run_job, prefix):
     make_family(api, prefix, FAMILY)
     name = f"{prefix}release"
@@ -155,6 +157,7 @@ def test_exclusion_annotation_is_respected(api: AdminApi, run_job, prefix):
     assert api.status(f"{prefix}p")["counts"]["excluded"] == 1
 
 
+@pytest.mark.versions
 @pytest.mark.parametrize("how", ["flag", "spec"])
 def test_dry_run_changes_nothing(api: AdminApi, run_job, prefix, how):
     make_family(api, prefix, {"v1": {"d-web": 3}})
@@ -180,4 +183,5 @@ def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, run_job, pre
     make_family(api, prefix, {f"m{i}": {"d-web": 0} for i in range(30)})
     large = run_job().requests
     assert small == large, (small, large)
+    assert large.pop("version") == 1  # the server's version, read once at the start
     assert sum(large.values()) <= 14  # 12 before the DaemonSets' records and the Wakes (one LIST each)

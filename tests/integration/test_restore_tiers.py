@@ -78,6 +78,7 @@ def tier_events(api: AdminApi, name: str, reason: str) -> list[dict[str, Any]]:
             if e["involvedObject"].get("name") == name and e["reason"] == reason]
 
 
+@pytest.mark.versions
 def test_the_deployment_comes_back_only_once_the_statefulset_is_available(api, run_job, prefix, control_plane):
     ns, name = two_tiers(api, run_job, prefix)
     release(api, name)

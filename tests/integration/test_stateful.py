@@ -39,6 +39,7 @@ def family_with_claims(api: AdminApi, prefix: str) -> tuple[str, str]:
     return held, control
 
 
+@pytest.mark.versions
 def test_a_statefulset_that_deletes_its_claims_on_scale_down_keeps_them_through_freeze_and_restore(
         api, run_job, prefix):
     held, control = family_with_claims(api, prefix)
