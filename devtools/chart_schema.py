@@ -3,6 +3,8 @@ with a message naming it (helm validates values against this before rendering an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 #: five cron fields (minute hour day-of-month month day-of-week), or a macro such as @hourly
@@ -32,7 +34,10 @@ def _env() -> dict[str, Any]:
         "type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}}}
 
 
-def schema() -> dict[str, Any]:
+def schema(components: Mapping[str, Path]) -> dict[str, Any]:
+    """`components`: each switch of a kustomize component the chart offers, and its folder."""
+    switches = {key: _switch(f"the {folder.name} component of kustomize/components (its objects)")
+                for key, folder in components.items()}
     return {
         "$schema": "https://json-schema.org/draft-07/schema#",
         "type": "object", "additionalProperties": False,
@@ -61,7 +66,7 @@ def schema() -> dict[str, Any]:
             "priorityClass": _switch("the PriorityClass nsscaler, and the CronJob's priorityClassName"),
             "flowSchema": _switch("the FlowSchema and PriorityLevelConfiguration nsscaler"),
             "wake": _switch("the Wake CRD, its admission policies and its RBAC"),
-            "metrics": _switch("the metrics component: kube-state-metrics config, alert rules, dashboard"),
+            **switches,
             "dryRun": {"type": "boolean", "description": "every PATCH with dryRun=All: nothing changes"},
             "extraArgs": {"type": "array", "items": {"type": "string"}},
             "extraEnv": _env(),

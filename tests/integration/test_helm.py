@@ -183,6 +183,7 @@ MATRIX = [
     pytest.param({"priorityClass": {"enabled": False}, "flowSchema": {"enabled": False}, "wake": {"enabled": False},
                   "crds": {"install": False, "keep": False}, "release": {"onUninstall": False}}, id="everything-off"),
     pytest.param({"metrics": {"enabled": True}}, id="metrics"),
+    pytest.param({"wakeRequesterStamp": {"enabled": True}}, id="wake-requester-stamp"),
     pytest.param({"namespace": {"name": "platform-nsscaler", "create": True}}, id="other-namespace"),
 ]
 
