@@ -41,6 +41,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, `kubectl 
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python -m devtools.metrics_component --check
+<<<<<<< HEAD
 	@$(MAKE) --no-print-directory docs
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
 
@@ -49,7 +50,22 @@ docs: install ## build the docs site (docs/_build/html) from scratch; any warnin
 	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
 metrics-tools: install ## build kube-state-metrics and promtool once for the metrics tests (cached, ~8 min on 2 cores)
+=======
+	$(BIN)/python -m devtools.chart --check
+	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
+
+metrics-tools: install ## build kube-state-metrics, promtool and helm once for the metrics and chart tests (cached, ~12 min on 2 cores)
+>>>>>>> helm
 	$(BIN)/python -m devtools.cluster.tools
+
+helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 cores)
+	$(BIN)/python -m devtools.cluster.tools helm
+
+chart: install ## regenerate charts/nsscaler from `kubectl kustomize` of kustomize/ (never edit the chart by hand)
+	$(BIN)/python -m devtools.chart
+
+package: chart helm ## the chart archive, dist/nsscaler-<version>.tgz (the version of job/__init__.py)
+	$$($(BIN)/python -m devtools.cluster.tools helm) package charts/nsscaler -d dist
 
 metrics-manifests: install ## regenerate the metrics component's PrometheusRule and Helm values from its sources
 	$(BIN)/python -m devtools.metrics_component
@@ -117,12 +133,22 @@ push: image ## push the container image
 deploy: install ## kubectl apply -k the overlay (OVERLAY=prod|dry-run) to the current cluster
 	$(BIN)/kubectl apply -k kustomize/overlays/$(OVERLAY)
 
-undeploy: install ## remove what deploy applied (the CRD too: NSScalers go with it)
+release: install ## give back every workload nsscaler holds, across all policies (fails naming what it could not)
+	$(BIN)/nsscaler release
+
+undeploy: install ## stop the CronJob, give everything back (or stop, naming what is left), then remove what deploy applied
+	$(BIN)/kubectl -n $(NAMESPACE) patch cronjob nsscaler -p '{"spec":{"suspend":true}}' 2>/dev/null || true
+	$(BIN)/nsscaler release
 	$(BIN)/kubectl delete -k kustomize/overlays/$(OVERLAY) --ignore-not-found
 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
+<<<<<<< HEAD
 .PHONY: help install lock docs control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
 	cluster-down demo bench run dry-run manifests image push deploy undeploy run-now node-deps node-binaries \
+=======
+.PHONY: help install lock control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
+	cluster-down demo bench run dry-run manifests image push deploy undeploy release run-now helm chart package node-deps node-binaries \
+>>>>>>> helm
 	node-images test-node node-up node-down

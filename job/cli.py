@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from job import report, run
+from job import release, report, run
 from job.cluster.kube import Kube
 from job.errors import StartupError, unexpected
 from job.model.settings import Settings
@@ -42,8 +42,14 @@ def load_settings(argv: Sequence[str]) -> Settings:
     return settings
 
 
+#: `nsscaler release`: give back everything nsscaler holds, across all policies (`job.release`), before removing it
+RELEASE = "release"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    releasing = args[:1] == [RELEASE]
+    args = args[1:] if releasing else args
     try:
         settings = load_settings(args)
     except ValidationError as exc:
@@ -56,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = dt.datetime.now(dt.UTC)
     try:
         kube = Kube(settings)
+        if releasing:
+            released = release.release(kube, settings, now=started)
+            release.log_report(released)
+            return released.exit_code
         result = run.run(kube, settings, now=started)
     except StartupError as exc:
         if exc.retryable:

@@ -1,4 +1,4 @@
-"""Build kube-state-metrics and promtool from their Go modules, once, into a cache (for the metrics tests).
+"""Build kube-state-metrics, promtool and helm from their Go modules, once, into a cache (metrics and chart tests).
 
 Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler/promtool-v0.316.0/`), with its
 build log and a manifest written last, so a half-finished build is never taken for a finished one. A flock
@@ -39,8 +39,10 @@ class Tool:
     module: str
     package: str
     version: str
-    #: what `--version` should print, stamped through prometheus/common/version like the upstream builds
+    #: what `--version` should print, stamped like the upstream builds (see `_ldflags`)
     release: str
+    #: the Go variable that holds the version, set with -X
+    version_var: str = "github.com/prometheus/common/version.Version"
 
 
 #: kube-state-metrics v2.20.0 is built with client-go v0.36.3, the same as the test control plane.
@@ -50,6 +52,9 @@ TOOLS = {
                                "v2.20.0", "2.20.0"),
     "promtool": Tool("promtool", "github.com/prometheus/prometheus",
                      "github.com/prometheus/prometheus/cmd/promtool", "v0.316.0", "3.16.0"),
+    # helm v4 is a Go module of its own (helm.sh/helm/v4); its Makefile stamps the version the same way
+    "helm": Tool("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", "v4.3.2", "v4.3.2",
+                 version_var="helm.sh/helm/v4/internal/version.version"),
 }
 
 
@@ -85,7 +90,7 @@ def strict() -> bool:
 
 
 def _progress(message: str) -> None:
-    print(f"[metrics tools {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    print(f"[tools {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def _run(cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str]) -> int:
@@ -101,7 +106,7 @@ def _fail(cmd: list[str], code: int, log: Path) -> RuntimeError:
 
 
 def _ldflags(tool: Tool) -> str:
-    return f"-s -w -X github.com/prometheus/common/version.Version={tool.release}"
+    return f"-s -w -X {tool.version_var}={tool.release}"
 
 
 def _module_dir(tool: Tool, out: Path, log: Path) -> Path | None:

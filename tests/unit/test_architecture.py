@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("job.decide",),  # every decision, pure
     ("job.cluster",),  # the API side: reads, writes, the one client
     ("job.run",),  # orders the stages
+    ("job.release",),  # the release: the run's stages until nothing is held
     ("job.report",),  # logs, summary, JSON
     ("job.cli", "job.plugin"),  # the `nsscaler` command; `kubectl nsscaler`, beside it
     ("job.command",),  # the CronJob's process

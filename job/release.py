@@ -1,0 +1,110 @@
+"""`nsscaler release`: give back every workload nsscaler holds, across all policies, before nsscaler is removed.
+
+Passes of the run's own stages, with the policies released (`job.decide.release`): read, decide, write; again
+while a namespace's next restore tier waits for the earlier ones (every `TIER_POLL_SECONDS`, each tier at most
+`--restore-wait-in-run` seconds), until nothing is left to send. Then one more read: whatever still carries a
+record is named with why, and the release fails. No status and no Event is written: the policies are about to
+go, and the workloads' restores are in the log, one line each.
+
+Exit codes: 0 every workload given back (no record left), 1 something left (each named), 2 could not start.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field, replace
+
+from job.cluster.kube import Kube
+from job.decide import release as release_api
+from job.decide.actions import ActionResult, Verb
+from job.decide.decision import Decision
+from job.decide.release import Left
+from job.decide.tiers import MAX_TIER
+from job.model.settings import Settings
+from job.model.snapshot import Snapshot
+from job.run import TIER_POLL_SECONDS, _decided, _write, read_snapshot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    started: dt.datetime
+    dry_run: bool
+    results: list[ActionResult] = field(default_factory=list)
+    left: list[Left] = field(default_factory=list)
+    passes: int = 0
+
+    @property
+    def restored(self) -> int:
+        done = ("applied", "dry-run")
+        return sum(1 for r in self.results if r.action.verb is Verb.RESTORE and r.outcome in done)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.left else 0
+
+
+def _released(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
+    """What the run reads (the policies as they are decide what is read: their custom kinds, their families),
+    with the policies then released."""
+    snapshot = read_snapshot(kube, settings, now=now)
+    wait = dt.timedelta(seconds=settings.restore_wait_in_run)
+    return replace(snapshot, policies=release_api.released(snapshot.policies, now=now, wait=wait))
+
+
+def _sends(decision: Decision) -> bool:
+    return any(step for step in decision.steps) or bool(decision.refused)
+
+
+def release(kube: Kube, settings: Settings, *, now: dt.datetime) -> ReleaseReport:
+    """Give back everything; raises StartupError when the release cannot start at all."""
+    started = time.monotonic()
+    # every tier may wait its bounded time, and the tiers come one after another
+    give_up = started + settings.restore_wait_in_run * (MAX_TIER + 1) + TIER_POLL_SECONDS
+    results: list[ActionResult] = []
+    passes = 0
+    while True:
+        at = now + dt.timedelta(seconds=time.monotonic() - started)
+        snapshot, decision = _decided(kube, _released(kube, settings, now=at), settings=settings, now=at)
+        decision = release_api.relabelled(decision)
+        passes += 1
+        if not _sends(decision) and not decision.plan.waits:
+            break  # nothing left to give back, or only what a release never touches
+        sent = _write(kube, snapshot, decision, settings=settings, now=at, stop_at=None)
+        results += sent
+        if settings.dry_run or time.monotonic() + TIER_POLL_SECONDS > give_up:
+            break
+        if not decision.plan.waits and all(r.outcome == "failed" for r in sent):
+            break  # every write failed and nothing waits: trying again at once would only fail again
+        if decision.plan.waits and not sent:
+            time.sleep(TIER_POLL_SECONDS)  # a tier waits for the earlier ones to be available
+    if passes > 1 or results:
+        snapshot, decision = _decided(kube, _released(kube, settings, now=at), settings=settings, now=at)
+    found = release_api.left(snapshot.workloads, namespaces=snapshot.namespaces, results=results,
+                             problems=decision.problems, waits=decision.plan.waits)
+    if settings.dry_run:  # what a dry run would give back is not left
+        would = {r.action.workload.ref for r in results if r.outcome == "dry-run"}
+        found = [item for item in found if item.ref not in would]
+    return ReleaseReport(started=now, dry_run=settings.dry_run, results=results, left=found, passes=passes)
+
+
+def log_report(report: ReleaseReport) -> None:
+    """One line per workload left frozen, and a summary line."""
+    for item in report.left:
+        log.error("left frozen: %s: %s", item.ref, item.why,
+                  extra={"event": "release-left", "namespace": item.workload.namespace,
+                         "kind": item.workload.kind.value, "workload": item.workload.name, "why": item.why})
+    failed = sum(1 for r in report.results if r.outcome == "failed")
+    verb = "would give back" if report.dry_run else "gave back"
+    text = (f"release {verb} {report.restored} workloads in {report.passes} passes; "
+            f"{len(report.left)} still frozen" + (f", {failed} writes failed" if failed else ""))
+    fields = {"event": "release", "restored": report.restored, "left": len(report.left), "failed": failed,
+              "passes": report.passes, "exit_code": report.exit_code}
+    if report.left:
+        log.error("%s: nsscaler is NOT released; fix what is named above and run the release again", text,
+                  extra=fields)
+    else:
+        log.info("%s: every workload nsscaler held is back, no record left", text, extra=fields)

@@ -1,0 +1,368 @@
+"""The Helm chart with real helm (v4, built from its Go module) against a real control plane: generated from
+kustomize (the defaults render exactly prod's objects), values checked by its schema, every rendering accepted
+by the API server, and a whole life: install, a run, an upgrade while namespaces are frozen, an uninstall that
+gives everything back first (or fails, loudly).
+
+The chart installs cluster-wide objects (CRDs, ClusterRoles, a PriorityClass) and its uninstall releases every
+workload nsscaler holds anywhere, so these tests get a control plane of their own (the same build as the
+session's), where deleting the CRDs touches no other test.
+
+No kubelet runs here. Where a Job's Pod must run (a run of the CronJob, the release hook), the test runs that
+Pod's own command line and environment with the ServiceAccount's real token, and then writes the Pod's status as
+a kubelet would (phase and exit code): the real Job controller turns that into the Job's success or failure, and
+real helm waits on it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devtools import builders, chart
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
+from devtools.cluster.versions import cache_root
+from job import __version__
+from job.model.marks import ANNOTATION_EXCLUDE
+from tests.conftest import ROOT, built_tool, kubectl
+from tests.integration.test_release import EVERY_KIND, family, make_every_kind, marks_left
+
+CHART = ROOT / "charts" / "nsscaler"
+NAMESPACE = "nsscaler"
+RELEASE = "nsscaler"
+CRDS = ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun")
+KEEP = "helm.sh/resource-policy"
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    return str(built_tool("helm"))
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
+    started = controlplane.start(tmp_path_factory.mktemp("helm-plane"))
+    try:
+        yield started
+    finally:
+        started.stop(remove_state=False)
+
+
+@pytest.fixture(scope="module")
+def plane_api(plane: controlplane.ControlPlane) -> AdminApi:
+    return AdminApi(plane)
+
+
+def helm_env() -> dict[str, str]:
+    """helm's own cache, config and data in the tools' cache, never the user's."""
+    home = cache_root() / "helm-home"
+    return {**os.environ, **{f"HELM_{part}_HOME": str(home / part.lower()) for part in ("CACHE", "CONFIG", "DATA")}}
+
+
+def run(helm: str, *args: str, kubeconfig: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = helm_env()
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    result = subprocess.run([helm, *args], capture_output=True, text=True, env=env, check=False, timeout=600)
+    if check and result.returncode:
+        raise AssertionError(f"helm {' '.join(args)} (exit {result.returncode}):\n{result.stdout}{result.stderr}")
+    return result
+
+
+def values_file(tmp_path: Path, values: dict[str, Any]) -> str:
+    path = tmp_path / f"values-{len(list(tmp_path.iterdir()))}.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return str(path)
+
+
+def template(helm: str, tmp_path: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    out = run(helm, "template", RELEASE, str(CHART), "-f", values_file(tmp_path, values or {})).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def key(o: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+
+
+def is_hook(o: dict[str, Any]) -> bool:
+    return "helm.sh/hook" in (o["metadata"].get("annotations") or {})
+
+
+def without_keep(o: dict[str, Any]) -> dict[str, Any]:
+    """The object without helm's own instruction to keep it on uninstall (not part of the object the API holds
+    as the user's: it only tells helm what not to delete)."""
+    meta = dict(o["metadata"])
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != KEEP}
+    meta.pop("annotations", None)
+    if annotations:
+        meta["annotations"] = annotations
+    return {**o, "metadata": meta}
+
+
+# -- the chart as files --------------------------------------------------------------------------------------------
+
+def test_the_chart_is_what_make_chart_generates_from_kustomize():
+    assert chart.stale(chart.files()) == [], "charts/nsscaler is stale: run `make chart`"
+
+
+def test_helm_lint_strict_passes(helm):
+    out = run(helm, "lint", "--strict", str(CHART))
+    assert "0 chart(s) failed" in out.stdout + out.stderr
+
+
+def test_default_values_render_exactly_the_prod_overlay_object_by_object(helm, tmp_path):
+    rendered = [without_keep(o) for o in template(helm, tmp_path) if not is_hook(o)]
+    prod = chart.build(chart.PROD)
+    assert sorted(map(key, rendered)) == sorted(map(key, prod))
+    by_key = {key(o): o for o in rendered}
+    for o in prod:
+        assert by_key[key(o)] == o, f"{key(o)} differs between the chart and kustomize/overlays/prod"
+
+
+def test_defaults_install_no_policy_and_crds_are_kept(helm, tmp_path):
+    docs = template(helm, tmp_path)
+    assert not [o for o in docs if o["kind"] in ("NSScaler", "Wake")]
+    crds = [o for o in docs if o["kind"] == "CustomResourceDefinition"]
+    assert sorted(o["metadata"]["name"] for o in crds) == sorted(CRDS)
+    assert all(o["metadata"]["annotations"][KEEP] == "keep" for o in crds)
+
+
+def test_one_version_for_chart_image_and_package(helm, tmp_path):
+    meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert meta["version"] == meta["appVersion"] == __version__
+    (cron,) = [o for o in template(helm, tmp_path) if o["kind"] == "CronJob"]
+    assert cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"].endswith(f":{__version__}")
+    run(helm, "package", str(CHART), "-d", str(tmp_path))
+    assert (tmp_path / f"nsscaler-{__version__}.tgz").exists()
+
+
+@pytest.mark.parametrize(("values", "words"), [
+    pytest.param({"schedule": "every day"}, "schedule", id="schedule-not-cron"),
+    pytest.param({"resources": "lots"}, "resources", id="resources-a-string"),
+    pytest.param({"image": {"pullPolicy": "Sometimes"}}, "pullPolicy", id="pull-policy"),
+    pytest.param({"image": {"digest": "latest"}}, "digest", id="digest-not-sha256"),
+    pytest.param({"priorityClass": {"enabled": "yes"}}, "priorityClass", id="switch-not-boolean"),
+    pytest.param({"tolerations": {"key": "x"}}, "tolerations", id="tolerations-not-a-list"),
+    pytest.param({"replicas": 3}, "replicas", id="unknown-value"),
+])
+def test_a_wrong_value_fails_helm_install_with_the_schemas_message(helm, plane, tmp_path, values, words):
+    result = run(helm, "install", RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, values),
+                 kubeconfig=plane.admin_kubeconfig, check=False)
+    assert result.returncode != 0
+    assert "values don't meet the specifications of the schema" in result.stderr, result.stderr
+    assert words in result.stderr, result.stderr
+
+
+# -- every rendering, accepted by the API server ---------------------------------------------------------------------
+
+POD_SETTINGS = {
+    "image": {"repository": "registry.example.com/other/nsscaler", "digest": "sha256:" + "a" * 64,
+              "pullPolicy": "Always", "pullSecrets": [{"name": "regcred"}]},
+    "schedule": "@hourly", "timeZone": "Europe/Berlin", "suspend": True,
+    "resources": {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}},
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}],
+    "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
+        "matchExpressions": [{"key": "pool", "operator": "In", "values": ["system"]}]}}]}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                   "whenUnsatisfiable": "ScheduleAnyway",
+                                   "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "nsscaler"}}}],
+    "podLabels": {"team": "platform"}, "podAnnotations": {"example.com/owner": "platform"},
+    "dryRun": True, "extraArgs": ["--max-freeze=500"], "extraEnv": [{"name": "NSSCALER_LOG_LEVEL", "value": "debug"}],
+}
+MATRIX = [
+    pytest.param({}, id="defaults"),
+    pytest.param(POD_SETTINGS, id="every-pod-setting"),
+    pytest.param({"priorityClass": {"enabled": False}, "flowSchema": {"enabled": False}, "wake": {"enabled": False},
+                  "crds": {"install": False, "keep": False}, "release": {"onUninstall": False}}, id="everything-off"),
+    pytest.param({"metrics": {"enabled": True}}, id="metrics"),
+    pytest.param({"wakeRequesterStamp": {"enabled": True}}, id="wake-requester-stamp"),
+    pytest.param({"namespace": {"name": "platform-nsscaler", "create": True}}, id="other-namespace"),
+]
+
+
+def server_dry_run(plane: controlplane.ControlPlane, docs: list[dict[str, Any]], tmp_path: Path) -> str:
+    path = tmp_path / "rendered.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    result = subprocess.run([kubectl(), "--kubeconfig", str(plane.admin_kubeconfig), "apply", "--dry-run=server",
+                             "-f", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("values", MATRIX)
+def test_every_rendering_is_accepted_by_the_api_server(helm, plane, plane_api, tmp_path, values):
+    """The CRDs and the namespace go first for real (a dry run of a CR needs its CRD), then everything else
+    with `--dry-run=server`. The PrometheusRule needs the Prometheus Operator's CRD, which this cluster has not:
+    it is checked for its kind only."""
+    docs = template(helm, tmp_path, values)
+    rules = [o for o in docs if o["kind"] == "PrometheusRule"]
+    assert all(o["apiVersion"] == "monitoring.coreos.com/v1" for o in rules)
+    namespaces = [o for o in docs if o["kind"] == "Namespace"]
+    for o in namespaces:
+        plane_api.create(o)
+    try:
+        server_dry_run(plane, [o for o in docs if o["kind"] not in ("PrometheusRule", "Namespace")], tmp_path)
+    finally:
+        for o in namespaces:  # the install tests below install the namespace themselves
+            plane_api.delete("Namespace", o["metadata"]["name"])
+            wait_until(lambda o=o: not plane_api.exists("Namespace", o["metadata"]["name"]), what="the namespace gone")
+    (cron,) = [o for o in docs if o["kind"] == "CronJob"]
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]
+    if values is POD_SETTINGS:
+        spec = pod["spec"]
+        container = spec["containers"][0]
+        assert container["image"] == "registry.example.com/other/nsscaler@sha256:" + "a" * 64
+        assert container["args"] == ["--max-freeze=500"]
+        assert {"name": "NSSCALER_DRY_RUN", "value": "true"} in container["env"]
+        assert pod["metadata"]["labels"]["team"] == "platform"
+        assert spec["tolerations"] == POD_SETTINGS["tolerations"] and cron["spec"]["suspend"] is True
+        assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+# -- a whole life: install, run, upgrade while frozen, uninstall ----------------------------------------------------
+
+def run_pod_command(plane: controlplane.ControlPlane, pod_spec: dict[str, Any], namespace: str,
+                    tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The Pod's container as its image would run it (`nsscaler` and the args), its environment, and its
+    ServiceAccount's real token."""
+    (container,) = pod_spec["containers"]
+    kubeconfig = plane.service_account_kubeconfig(tmp_path / "sa.kubeconfig", namespace, pod_spec["serviceAccountName"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSSCALER_") and k != "KUBECONFIG"}
+    for item in container.get("env", []):
+        env[item["name"]] = namespace if "valueFrom" in item else item["value"]
+    env["NSSCALER_KUBECONFIG"] = str(kubeconfig)
+    command = [str(Path(sys.executable).parent / "nsscaler"), *container.get("args", [])]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def run_cronjob(plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path, name: str) -> None:
+    """`kubectl create job --from=cronjob/nsscaler`, and its Pod's command run."""
+    subprocess.run([kubectl(), "--kubeconfig", str(plane.admin_kubeconfig), "-n", NAMESPACE, "create", "job",
+                    "--from=cronjob/nsscaler", name], check=True, capture_output=True)
+    job = api.get("Job", name, NAMESPACE)
+    done = run_pod_command(plane, job["spec"]["template"]["spec"], NAMESPACE, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def kubelet_ends(api: AdminApi, pod: dict[str, Any], code: int) -> None:
+    """What a kubelet reports when the Pod's only container exits with `code`."""
+    name = pod["spec"]["containers"][0]["name"]
+    api.patch("Pod", pod["metadata"]["name"], {"status": {
+        "phase": "Succeeded" if code == 0 else "Failed",
+        "containerStatuses": [{"name": name, "ready": False, "restartCount": 0, "image": pod["spec"]["containers"][0][
+            "image"], "imageID": "", "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0
+                                                               else "Error"}}}]}}, namespace=NAMESPACE, sub="status")
+
+
+def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path) -> tuple[
+        subprocess.CompletedProcess[str], list[subprocess.CompletedProcess[str]]]:
+    """`helm uninstall`, while each Pod of its release hook Job runs as a kubelet would run it."""
+    env = {**helm_env(), "KUBECONFIG": str(plane.admin_kubeconfig)}
+    proc = subprocess.Popen([helm, "uninstall", RELEASE, "-n", "default", "--timeout", "5m"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runs: list[subprocess.CompletedProcess[str]] = []
+    handled: set[str] = set()
+    try:
+        while proc.poll() is None:
+            pods = [p for p in api.pods(NAMESPACE) if p["metadata"].get("labels", {}).get("job-name") ==
+                    "nsscaler-release" and p["metadata"]["uid"] not in handled
+                    and p.get("status", {}).get("phase") == "Pending"]
+            for pod in pods:
+                handled.add(pod["metadata"]["uid"])
+                runs.append(run_pod_command(plane, pod["spec"], NAMESPACE, tmp_path))
+                kubelet_ends(api, pod, runs[-1].returncode)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.5)
+        out, err = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), runs
+
+
+def install(helm: str, plane: controlplane.ControlPlane, tmp_path: Path, values: dict[str, Any],
+            verb: str = "install") -> None:
+    run(helm, verb, RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, values),
+        kubeconfig=plane.admin_kubeconfig)
+
+
+def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(helm, plane, plane_api, tmp_path):
+    api, prefix = plane_api, "life-"
+    install(helm, plane, tmp_path, {})
+    wait_until(api.crd_established, what="the chart's CRD")
+    for f in "ab":
+        make_every_kind(api, f"{prefix}{f}-v1")
+        api.create(builders.namespace(f"{prefix}{f}-v2"))
+    before = family(api, prefix)
+    for f in "ab":
+        api.create(builders.nsscaler(f"{prefix}{f}", f"{prefix}{f}-", ["v2"], kinds=EVERY_KIND))
+    run_cronjob(plane, api, tmp_path, "run-1")
+    frozen = family(api, prefix)
+    assert all(frozen[k] != before[k] for k in before), "every workload of every kind is frozen"
+
+    # an upgrade with new values while namespaces are frozen: the records survive, the next run restores exactly
+    install(helm, plane, tmp_path, {"schedule": "*/5 * * * *", "podLabels": {"team": "platform"},
+                                    "priorityClass": {"enabled": False},
+                                    "resources": {"requests": {"cpu": "60m", "memory": "80Mi"}}}, verb="upgrade")
+    cron = api.get("CronJob", "nsscaler", NAMESPACE)
+    assert cron["spec"]["schedule"] == "*/5 * * * *"
+    assert "priorityClassName" not in cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert family(api, prefix) == frozen
+    api.patch("NSScaler", f"{prefix}a", {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
+    run_cronjob(plane, api, tmp_path, "run-2")
+    now = family(api, prefix)
+    assert {k: v for k, v in now.items() if k[1].startswith(f"{prefix}a-")} == {
+        k: v for k, v in before.items() if k[1].startswith(f"{prefix}a-")}
+
+    # frozen again, and then the uninstall: its hook gives every workload back before anything is removed
+    api.patch("NSScaler", f"{prefix}a", {"spec": {"active_namespace_suffixes": ["v2"]}})
+    run_cronjob(plane, api, tmp_path, "run-3")
+    assert family(api, prefix) == frozen
+    result, runs = uninstall(helm, plane, api, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
+    assert family(api, prefix) == before
+    assert marks_left(api, prefix) == []
+    assert all(api.exists("CustomResourceDefinition", name) for name in CRDS), "CRDs are kept by default"
+    assert not api.exists("CronJob", "nsscaler", NAMESPACE)
+    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+
+    # installed again, asked not to keep its CRDs: the uninstall removes them (and every NSScaler with them)
+    install(helm, plane, tmp_path, {"crds": {"install": True, "keep": False}})
+    result, runs = uninstall(helm, plane, api, tmp_path)
+    assert result.returncode == 0, result.stderr
+    wait_until(lambda: not any(api.exists("CustomResourceDefinition", name) for name in CRDS),
+               what="the CRDs to be removed")
+    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+
+
+def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
+    api, prefix = plane_api, "stuck-"
+    install(helm, plane, tmp_path, {})
+    wait_until(api.crd_established, what="the chart's CRD")
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    run_cronjob(plane, api, tmp_path, "stuck-1")
+    api.patch("Deployment", "web", {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}}, namespace=ns)
+
+    result, runs = uninstall(helm, plane, api, tmp_path)
+
+    assert result.returncode != 0
+    # helm names the hook Job that failed; it stays (deleted only on success), so its log says what is left
+    assert "Job/nsscaler/nsscaler-release" in result.stderr and "Failed" in result.stderr, result.stderr
+    assert api.exists("Job", "nsscaler-release", NAMESPACE)
+    assert runs and all(r.returncode == 1 for r in runs)
+    assert f"left frozen: deployment/web in {ns}" in runs[0].stderr
+    assert api.exists("CronJob", "nsscaler", NAMESPACE), "nothing is removed while something is held"
+    assert api.get("Deployment", "web", ns)["spec"]["replicas"] == 0

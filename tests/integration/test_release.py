@@ -1,0 +1,176 @@
+"""`nsscaler release` against the real control plane: every workload nsscaler holds comes back exactly, across
+all policies (one that holds, one suspended, one that says `restore: false`), restore tiers kept within a bounded
+time; what it cannot give back is named with why, and the release fails."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devtools import builders
+from devtools.builders import AdminApi
+from devtools.cluster.controlplane import ControlPlane
+from job.cli import main
+from job.model.marks import ANNOTATION_EXCLUDE, DOMAIN
+from tests.integration.test_restore_tiers_faults import restore_stamp
+
+pytestmark = pytest.mark.usefixtures("crd")
+
+#: every kind a policy can freeze here, each with what its freeze changes and its restore must put back
+EVERY_KIND = ["Deployment", "StatefulSet", "CronJob", "DaemonSet", "ReplicaSet", "Job"]
+KINDS_IN_FAMILY = ("Deployment", "StatefulSet", "CronJob", "DaemonSet", "ReplicaSet", "Job")
+
+
+#: written by the API server itself on every change of a DaemonSet's template (its freeze and restore are two)
+SYSTEM_ANNOTATIONS = ("deprecated.daemonset.template.generation",)
+
+
+def make_every_kind(api: AdminApi, ns: str) -> None:
+    """One workload of every kind, each in a state its freeze changes and its restore must give back exactly."""
+    api.create(builders.namespace(ns))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.statefulset_with_claims(ns, "db", 2, when_scaled="Delete"))
+    api.create(builders.cronjob(ns, "nightly"))
+    ds = builders.daemonset(ns, "agent")
+    ds["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "ssd"}
+    api.create(ds)
+    api.create(builders.replicaset(ns, "rs", 2))
+    api.create(builders.job(ns, "batch", parallelism=2))
+
+
+def what_counts(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """What a restore must give back exactly: the whole spec, the labels and annotations."""
+    meta = obj["metadata"]
+    spec = dict(obj["spec"])
+    if kind == "Job":  # the API server writes these as a Job runs: not the freeze's, not the restore's
+        spec.pop("selector", None)
+        spec["template"] = {**spec["template"], "metadata": {}}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in SYSTEM_ANNOTATIONS}
+    return {"spec": spec, "labels": meta.get("labels") or {}, "annotations": annotations}
+
+
+def family(api: AdminApi, prefix: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {(kind, o["metadata"]["namespace"], o["metadata"]["name"]): what_counts(kind, o)
+            for kind in KINDS_IN_FAMILY for o in api.list(kind) if o["metadata"]["namespace"].startswith(prefix)
+            and not (o["metadata"].get("ownerReferences"))}
+
+
+def marks_left(api: AdminApi, prefix: str) -> list[str]:
+    """Every nsscaler annotation or label still on a workload of the family (the user's exclude aside)."""
+    found = []
+    for (kind, ns, name), seen in family(api, prefix).items():
+        keys = [k for k in (*seen["labels"], *seen["annotations"]) if k.startswith(DOMAIN) and k != ANNOTATION_EXCLUDE]
+        found += [f"{kind} {ns}/{name}: {k}" for k in keys]
+    return found
+
+
+def release(kubeconfig: Path, *args: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["release", "--kubeconfig", str(kubeconfig), *args])
+    logging.getLogger().handlers.clear()
+    return code, err.getvalue()
+
+
+def freeze_three_policies(api: AdminApi, run_job: Any, prefix: str) -> tuple[dict[Any, Any], list[str]]:
+    """Families a-, b- and c- of every kind, frozen; then b's policy is suspended and c's says `restore: false`,
+    so a run keeps both frozen. Returns the workloads as they were before the freeze, and the policies."""
+    names = [f"{prefix}{f}" for f in "abc"]
+    for f in "abc":
+        make_every_kind(api, f"{prefix}{f}-v1")
+        api.create(builders.namespace(f"{prefix}{f}-v2"))
+    before = family(api, prefix)
+    for name, f in zip(names, "abc", strict=True):
+        api.create(builders.nsscaler(name, f"{prefix}{f}-", ["v2"], kinds=EVERY_KIND))
+    assert run_job("--restore-wait-in-run", "0").exit_code == 0
+    api.patch("NSScaler", names[1], {"spec": {"suspend": True}})
+    api.patch("NSScaler", names[2], {"spec": {"restore": False, "active_namespace_suffixes": ["v1", "v2"]}})
+    assert run_job("--restore-wait-in-run", "0").exit_code == 0
+    frozen = family(api, prefix)
+    assert all(frozen[key] != before[key] for key in before), "every workload of every kind is frozen"
+    return before, names
+
+
+def test_release_gives_back_every_workload_of_every_kind_across_all_policies(api: AdminApi, run_job, prefix,
+                                                                          control_plane: ControlPlane):
+    before, _ = freeze_three_policies(api, run_job, prefix)
+
+    code, err = release(control_plane.admin_kubeconfig)
+
+    assert code == 0, err
+    assert family(api, prefix) == before
+    assert marks_left(api, prefix) == []
+    assert "every workload nsscaler held is back, no record left" in err
+    # a second release finds nothing to do, and says so
+    code, err = release(control_plane.admin_kubeconfig)
+    assert code == 0 and "gave back 0 workloads" in err, err
+
+
+def test_release_names_what_it_cannot_give_back_and_fails(api: AdminApi, run_job, prefix,
+                                                          control_plane: ControlPlane):
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.deployment(ns, "kept", 2))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    api.patch("Deployment", "kept", {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}}, namespace=ns)
+
+    code, err = release(control_plane.admin_kubeconfig)
+
+    assert code == 1, err
+    assert api.get("Deployment", "web", ns)["spec"]["replicas"] == 3
+    assert api.get("Deployment", "kept", ns)["spec"]["replicas"] == 0
+    assert f"left frozen: deployment/kept in {ns}: annotated {ANNOTATION_EXCLUDE}=true" in err
+    assert "nsscaler is NOT released" in err
+    api.delete("Deployment", "kept", ns)  # the release is cluster-wide: it would name it in the next tests too
+
+
+def test_release_keeps_restore_tiers_within_a_bounded_wait(api: AdminApi, run_job, prefix,
+                                                           control_plane: ControlPlane):
+    """No kubelet runs here, so the StatefulSet never becomes available: the Deployment's tier waits for it, at most
+    the release's bound (1 s here, though the policy says an hour), and then comes back, after it."""
+    ns, name = f"{prefix}v1", f"{prefix}p"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.statefulset(ns, "db", 1))
+    api.create(builders.deployment(ns, "app", 2))
+    api.create(builders.nsscaler(name, prefix, ["v2"], restore_order=["StatefulSet"], restore_wait="1h"))
+    assert run_job("--restore-wait-in-run", "0").exit_code == 0
+
+    code, err = release(control_plane.admin_kubeconfig, "--restore-wait-in-run", "1")
+
+    assert code == 0, err
+    db, app = api.get("StatefulSet", "db", ns), api.get("Deployment", "app", ns)
+    assert (db["spec"]["replicas"], app["spec"]["replicas"]) == (1, 2)
+    assert (restore_stamp(app) - restore_stamp(db)).total_seconds() >= 1
+
+
+def test_a_dry_run_release_changes_nothing(api: AdminApi, run_job, prefix, control_plane: ControlPlane):
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    frozen = family(api, prefix)
+
+    code, err = release(control_plane.admin_kubeconfig, "--dry-run")
+
+    assert code == 0, err
+    assert "would give back 1 workloads" in err
+    assert family(api, prefix) == frozen
+
+
+def test_release_cannot_start_without_the_crd_access(control_plane: ControlPlane, tmp_path: Path):
+    """No credentials for the API server: exit 2, nothing tried."""
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    code, err = release(bad)
+    assert code == 2, err
