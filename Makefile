@@ -41,7 +41,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, `kubectl 
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python -m devtools.metrics_component --check
-<<<<<<< HEAD
+	$(BIN)/python -m devtools.chart --check
 	@$(MAKE) --no-print-directory docs
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
 
@@ -49,13 +49,7 @@ docs: install ## build the docs site (docs/_build/html) from scratch; any warnin
 	@rm -rf docs/_build
 	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
-metrics-tools: install ## build kube-state-metrics and promtool once for the metrics tests (cached, ~8 min on 2 cores)
-=======
-	$(BIN)/python -m devtools.chart --check
-	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
-
 metrics-tools: install ## build kube-state-metrics, promtool and helm once for the metrics and chart tests (cached, ~12 min on 2 cores)
->>>>>>> helm
 	$(BIN)/python -m devtools.cluster.tools
 
 helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 cores)
@@ -144,11 +138,7 @@ undeploy: install ## stop the CronJob, give everything back (or stop, naming wha
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-<<<<<<< HEAD
-.PHONY: help install lock docs control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
-	cluster-down demo bench run dry-run manifests image push deploy undeploy run-now node-deps node-binaries \
-=======
-.PHONY: help install lock control-plane metrics-tools metrics-manifests lint test test-slow test-unit cluster-up \
-	cluster-down demo bench run dry-run manifests image push deploy undeploy release run-now helm chart package node-deps node-binaries \
->>>>>>> helm
+.PHONY: help install lock docs control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
+	test-unit cluster-up cluster-down demo bench run dry-run manifests image push deploy undeploy release run-now helm \
+	chart package node-deps node-binaries \
 	node-images test-node node-up node-down
