@@ -39,10 +39,6 @@ _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 _METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}
-#: A metadata-only LIST comes in pages this many times the page size: metadata is a small object (a page of 2,000
-#: Deployments' metadata is ~2 MB, about what 500 whole ones are), and a steady state over 5,000 Deployments then
-#: reads them in 4 requests instead of 10, each of which costs the API server a request's overhead.
-METADATA_PAGES = 4
 _AGGREGATED_DISCOVERY = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                                    "application/json"}
 
@@ -238,10 +234,8 @@ class Kube:
                  page_size: int | None = None) -> Iterator[dict[str, Any]]:
         """Every item of one resource, cluster-wide (or in `namespace`), page by page (`limit`/`continue`):
         memory stays bounded by one page, and callers reduce each item as it arrives. `resume` goes on
-        from a `first_page`'s continue token; `page_size` overrides the setting's (`METADATA_PAGES` times it for
-        metadata only)."""
-        default = self.settings.page_size * (METADATA_PAGES if metadata_only else 1)
-        params: dict[str, Any] = {"limit": page_size or default}
+        from a `first_page`'s continue token; `page_size` overrides the setting's."""
+        params: dict[str, Any] = {"limit": page_size or self.settings.page_size}
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
