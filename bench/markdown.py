@@ -20,11 +20,12 @@ def _opt(value: float | None, spec: str) -> str:
 
 
 def runs_table(rows: list[dict[str, Any]], *, label: str = "N") -> list[str]:
-    lines = [f"| {label} | scenario | tool | wall s | API server + etcd CPU s | requests (API server) | by verb | "
-             "KB received | own count | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| {label} | scenario | tool | wall s | API server + etcd CPU s | client CPU s | requests (API server) | "
+             "by verb | KB received | own count | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['n']} | {r['scenario']} | {r['tool']} | {r['seconds']:.2f} | {r['server_cpu_s']:.2f} | "
-                     f"{r['server_total_requests']} | {_verbs(r['server_requests'])} | "
+                     f"{_opt(r.get('client_cpu_s'), '.2f')} | {r['server_total_requests']} | "
+                     f"{_verbs(r['server_requests'])} | "
                      f"{_kb(r['server_total_bytes'])} | {_opt(r['total_requests'], 'd')} | "
                      f"{_opt(r['rss_mb'], '.0f')} |")
     return lines
@@ -44,13 +45,15 @@ def ratios_table(ratio_rows: list[dict[str, Any]]) -> list[str]:
 
 def _figures(r: dict[str, Any]) -> str:
     rss = f" / {r['rss_mb']:.0f} MB" if r.get("rss_mb") else ""
-    return f"{r['seconds']:.2f} s / {r['server_total_requests']} / {r['server_cpu_s']:.2f} s{rss}"
+    client = f" / {r['client_cpu_s']:.2f} s" if r.get("client_cpu_s") is not None else " / n/a"
+    return f"{r['seconds']:.2f} s / {r['server_total_requests']} / {r['server_cpu_s']:.2f} s{client}{rss}"
 
 
 def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
     """nsscaler next to kube-downscaler, as issue 14's table: measured when the peer ran, else its figures."""
     by_key = summary.index(rows)
-    lines = ["| N | scenario | nsscaler wall / requests / API-server CPU / RSS | kube-downscaler | source |",
+    lines = ["| N | scenario | nsscaler wall / requests / API-server CPU / client CPU / RSS | kube-downscaler | "
+             "source |",
              "|---|---|---|---|---|"]
     for (n, scenario, tool), ours in by_key.items():
         if tool != "nsscaler":
@@ -73,6 +76,45 @@ def steady_profile(rows: list[dict[str, Any]]) -> list[str]:
             received = " ".join(f"{k.split('/', 1)[1]}={_kb(v)}" for k, v in r["server_bytes"].items())
             lines.append(f"| {r.get('label', 'all-family')} | {r['n']} | {requests} | {received} |")
     return lines
+
+
+#: packages shown by name in the import profile; the rest are summed
+TOP_IMPORTS = 12
+
+
+def steady_client(rows: list[dict[str, Any]]) -> list[str]:
+    """Where the client's time goes in nsscaler's steady state: wall seconds per stage (start: the interpreter,
+    the imports and the settings, before the run's first request), and import time per package."""
+    lines = ["| N | client CPU s | wall s | start | read | decide | write | look again | report |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    steady = [r for r in rows if r["tool"] == "nsscaler" and r["scenario"] == "steady state"]
+    for r in steady:
+        st = r.get("stages") or {}
+        cells = " | ".join(_opt(st.get(k), ".3f") for k in ("start", "read", "decide", "write", "look_again", "report"))
+        lines.append(f"| {r['n']} | {_opt(r.get('client_cpu_s'), '.2f')} | {r['seconds']:.2f} | {cells} |")
+    for r in steady:
+        imports = r.get("imports")
+        if not imports:
+            continue
+        top = sorted(imports.items(), key=lambda kv: -kv[1])
+        shown = [f"{name} {seconds * 1000:.0f}" for name, seconds in top[:TOP_IMPORTS]]
+        rest = sum(seconds for _, seconds in top[TOP_IMPORTS:])
+        lines += ["", f"Imports of one steady-state run at N={r['n']} (`python -X importtime`, every module it "
+                  f"imports, lazy ones included; ms of its own import time, median of the repetitions): total "
+                  f"{sum(imports.values()) * 1000:.0f}: {', '.join(shown)}, the rest {rest * 1000:.0f}."]
+    return lines
+
+
+def record_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What nsscaler's record costs each freeze's PATCH."""
+    out = []
+    for r in rows:
+        record = r.get("record")
+        if r["tool"] == "nsscaler" and r["scenario"] == "first run" and record:
+            out.append(f"- N={r['n']}: nsscaler's record on a frozen Deployment is {record['record_bytes']} bytes of "
+                       f"JSON (annotations and label, keys included), of which the freed-capacity record is "
+                       f"{record['freed_bytes']} (`{record['freed_value']}`).")
+    return out
 
 
 def peer_lines(peer: dict[str, Any] | None) -> list[str]:
@@ -135,5 +177,7 @@ def render(results: dict[str, Any]) -> str:
            *peer_lines(results["peer"]), "", "## All-family scenarios", "", *runs_table(results["rows"]), "",
            *ratios_table(results["ratios"]), "", *family_section(results["family"]), "",
            "### Where nsscaler's steady state goes", "", *steady_profile(results["rows"] + family_rows), "",
+           *steady_client(results["rows"]), "", "### What a freeze's PATCH carries", "",
+           *record_lines(results["rows"]), "",
            *memory_section(results["memory"]), "", "## Notes", "", *[f"- {n}" for n in notes]]
     return "\n".join(out) + "\n"

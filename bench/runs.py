@@ -22,9 +22,11 @@ from devtools.cluster import controlplane
 NSSCALER = str(Path(sys.executable).parent / "nsscaler")
 CONCURRENCY = 8
 
-# A one-child wrapper: its RUSAGE_CHILDREN is exactly the peak RSS of the one process it ran.
+# A one-child wrapper: its RUSAGE_CHILDREN is exactly the peak RSS and the CPU (user + system) of the one
+# process it ran, printed on its last line of stderr.
 _MEASURE = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)")
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr); sys.exit(code)")
 
 
 def byte_compile(python: str | Path, package: Path) -> None:
@@ -55,25 +57,59 @@ def measured(plane: controlplane.ControlPlane, run: Callable[[], dict[str, Any]]
 
 
 def child(command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
-    """One process: wall time from outside, its own peak RSS, its stdout and stderr."""
+    """One process: wall time from outside, its own peak RSS and CPU seconds (user + system: what the client
+    costs the node it runs on), its stdout and stderr."""
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True,
                           check=False, env=env, cwd=cwd)
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{command[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    head, _, rss_kb = proc.stderr.rstrip().rpartition("\n")
-    return {"seconds": seconds, "rss_mb": int(rss_kb) / 1024, "stdout": proc.stdout, "stderr": head}
+    head, _, last = proc.stderr.rstrip().rpartition("\n")
+    rss_kb, cpu = last.split()
+    return {"seconds": seconds, "rss_mb": int(rss_kb) / 1024, "client_cpu_s": float(cpu), "stdout": proc.stdout,
+            "stderr": head}
+
+
+def nsscaler_command(kubeconfig: Path, *args: str) -> list[str]:
+    return [NSSCALER, "--kubeconfig", str(kubeconfig), "--output", "json", "--log-level", "error",
+            "--concurrency", str(CONCURRENCY), *args]
 
 
 def run_nsscaler(kubeconfig: Path, *args: str) -> dict[str, Any]:
-    """One nsscaler run; its own request count comes from its JSON report."""
-    out = child([NSSCALER, "--kubeconfig", str(kubeconfig), "--output", "json", "--log-level", "error",
-                 "--concurrency", str(CONCURRENCY), *args])
+    """One nsscaler run; its own request count and the seconds of each stage come from its JSON report (the
+    start, before the run's first stage: interpreter, imports and settings, is the rest of the wall time)."""
+    out = child(nsscaler_command(kubeconfig, *args))
     report = json.loads(out.pop("stdout"))
     out.pop("stderr")
     out["requests"] = report["summary"]["requests"]
+    phases = report["summary"].get("phases") or {}
+    out["stages"] = {"start": max(0.0, out["seconds"] - report["summary"]["seconds"]), **phases}
     return out
+
+
+def import_times(kubeconfig: Path, *args: str) -> dict[str, float]:
+    """One nsscaler run under `python -X importtime`: every module it imports, whenever (lazy ones included),
+    its own import time in seconds, summed per top-level package (nsscaler's own per subpackage)."""
+    command = nsscaler_command(kubeconfig, *args)
+    proc = subprocess.run([sys.executable, "-X", "importtime", *command], capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nsscaler failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return by_package(proc.stderr)
+
+
+def by_package(importtime: str) -> dict[str, float]:
+    """`-X importtime` output (microseconds, self | cumulative | module) summed by package, in seconds."""
+    micros: dict[str, int] = {}
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _, module = line.removeprefix("import time:").split("|")
+        parts = module.strip().split(".")
+        package = ".".join(parts[:2]) if parts[0] == "job" else parts[0]
+        micros[package] = micros.get(package, 0) + int(self_us)
+    return {package: us / 1e6 for package, us in sorted(micros.items(), key=lambda kv: -kv[1])}
 
 
 def wrong_replicas(api: pykube.HTTPClient, *, prefix: str, held: Callable[[str], bool]) -> list[str]:

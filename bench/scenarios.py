@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ import pykube
 from bench import baselines, cluster, peer, runs, summary
 from devtools.builders import AdminApi
 from devtools.cluster.controlplane import ControlPlane
+from job.model.marks import ANNOTATION_FREED, DOMAIN, SCALED_SELECTOR
 
 PREFIX = "bench-"
 POLICY = "bench"
@@ -89,6 +91,10 @@ def all_family(b: Bench, n: int) -> list[dict[str, Any]]:
         for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
             cluster.set_policy(b.api, POLICY, prefix=PREFIX, active=active)
             rec.add(scenario, "nsscaler", nsscaler, active)
+            if scenario == "first run":
+                rec.results[-1]["record"] = record_cost(b.client, prefix=PREFIX)
+            if scenario == "steady state":  # once more, unmeasured: what it imports, under -X importtime
+                rec.results[-1]["imports"] = runs.import_times(b.kubeconfig)
         cluster.set_policy(b.api, POLICY, prefix=PREFIX, active=None)
         nsscaler()  # back to all running, unmeasured
 
@@ -115,6 +121,24 @@ def all_family(b: Bench, n: int) -> list[dict[str, Any]]:
         patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(everyone), policy=POLICY)
         baselines.limit(b.client, patches, concurrency=runs.CONCURRENCY)  # back to all running, unmeasured
     return rec.results
+
+
+def record_cost(client: pykube.HTTPClient, *, prefix: str) -> dict[str, Any]:
+    """What nsscaler's record adds to a frozen Deployment of the family, in bytes of JSON as a freeze's merge
+    PATCH carries it (key and value of each annotation and label it writes): all of it, and the freed-capacity
+    record (`ANNOTATION_FREED`) alone. Read from one frozen Deployment, outside the measured window."""
+    resp = client.get(version="apps/v1", url="deployments", params={"labelSelector": SCALED_SELECTOR, "limit": 50})
+    resp.raise_for_status()
+    frozen = [d for d in resp.json()["items"] if d["metadata"]["namespace"].startswith(prefix)]
+    if not frozen:
+        return {}
+    meta = frozen[0]["metadata"]
+    ours = {k: v for k, v in {**meta.get("annotations", {}), **meta.get("labels", {})}.items()
+            if k.startswith(DOMAIN + "/")}
+    freed = {k: v for k, v in ours.items() if k == ANNOTATION_FREED}
+    return {"record_bytes": len(json.dumps(ours, separators=(",", ":"))),
+            "freed_bytes": len(json.dumps(freed, separators=(",", ":"))) if freed else 0,
+            "freed_value": next(iter(freed.values()), None)}
 
 
 def peer_restores_excluded(b: Bench, n: int) -> dict[str, Any]:

@@ -16,6 +16,8 @@ PEER_REFERENCE: dict[tuple[int, str], dict[str, float]] = {
 #: the peer's name in the rows
 PEER = "kube-downscaler"
 STEADY_SIZES = (100, 1000)
+#: the N at which the steady state's peak RSS is held to the peer's
+RSS_N = 100
 FAMILY_RATIO = 1 / 5
 MEMORY_N = 10000
 MEMORY_LIMIT_MB = 100.0
@@ -38,6 +40,10 @@ def summarise(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "n": n, "scenario": scenario, "tool": tool, "reps": len(group),
             "seconds": statistics.median(r["seconds"] for r in group),
             "server_cpu_s": statistics.median(r["server_cpu_s"] for r in group),
+            "client_cpu_s": _median_of(group, "client_cpu_s"),
+            "stages": _medians(r.get("stages") for r in group),
+            "imports": _medians(r.get("imports") for r in group),
+            "record": median_run.get("record") or next((r["record"] for r in group if r.get("record")), None),
             "server_total_bytes": statistics.median(r["server_total_bytes"] for r in group),
             "requests": own, "total_requests": sum(own.values()) if own is not None else None,
             **{k: median_run[k] for k in ("server_requests", "server_total_requests", "server_requests_by_resource",
@@ -45,6 +51,20 @@ def summarise(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "rss_mb": max(rss) if rss else None,
         })
     return rows
+
+
+def _median_of(group: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in group if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def _medians(dicts: Iterable[dict[str, float] | None]) -> dict[str, float] | None:
+    """Key by key, the median over the runs that measured it (None: no run did)."""
+    found = [d for d in dicts if d]
+    if not found:
+        return None
+    keys = dict.fromkeys(k for d in found for k in d)
+    return {k: statistics.median(d.get(k, 0.0) for d in found) for k in keys}
 
 
 def index(rows: Iterable[dict[str, Any]]) -> dict[tuple[int, str, str], dict[str, Any]]:
@@ -109,10 +129,13 @@ def steady_targets(by_key: Index) -> list[dict[str, Any]]:
     for n in STEADY_SIZES:
         ours = by_key.get((n, "steady state", "nsscaler"))
         theirs, source = _peer(by_key, n, "steady state")
-        for field, label in (("server_cpu_s", "API-server CPU"), ("seconds", "wall time")):
-            ok = None if ours is None or theirs is None else ours[field] <= theirs[field]
-            figures = (f"nsscaler {ours[field]:.2f} s vs kube-downscaler {theirs[field]:.2f} s ({source})"
-                       if ours is not None and theirs is not None else "")
+        fields = [("seconds", "wall time", "s"), ("server_cpu_s", "API-server CPU", "s"),
+                  ("client_cpu_s", "client CPU", "s")] + ([("rss_mb", "peak RSS", "MB")] if n == RSS_N else [])
+        for field, label, unit in fields:
+            mine, peer = (ours or {}).get(field), (theirs or {}).get(field)
+            ok = None if mine is None or peer is None else mine <= peer
+            figures = (f"nsscaler {mine:.2f} {unit} vs kube-downscaler {peer:.2f} {unit} ({source})"
+                       if mine is not None and peer is not None else "")
             out.append({"target": f"steady state N={n}: {label} ≤ kube-downscaler's", "figures": figures,
                         "verdict": _verdict(ok)})
     return out

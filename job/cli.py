@@ -12,8 +12,6 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from job import release, report, run
-from job.cluster.kube import Kube
 from job.errors import StartupError, unexpected
 from job.model.settings import Settings
 
@@ -58,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"nsscaler: {exc}; see nsscaler --help", file=sys.stderr)
         return EXIT_CANNOT_START
+    # The run's modules and the API client load only once the settings are good: `--help` and a bad setting
+    # answer without them.
+    from job import release, report, run  # noqa: PLC0415
+    from job.cluster.kube import Kube  # noqa: PLC0415
+
     report.setup_logging(log_format=settings.log_format, level=settings.log_level)
     started = dt.datetime.now(dt.UTC)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from bench import apimetrics, peer, summary
+from bench import apimetrics, peer, runs, summary
 from bench.__main__ import main
 
 
@@ -21,6 +21,11 @@ def test_benchmark_smoke(tmp_path, capsys):
     assert rows[("first run", "limit")]["total_requests"] == 80
     assert rows[("steady state", "nsscaler")]["requests"].get("patch") == 1  # the status write only
     assert rows[("first run", "nsscaler")]["rss_mb"] > 10
+    steady = rows[("steady state", "nsscaler")]
+    assert steady["client_cpu_s"] > 0 and set(steady["stages"]) >= {"start", "read", "decide", "write", "report"}
+    assert steady["imports"]["pydantic"] > 0 and steady["imports"]["job.cluster"] > 0  # -X importtime, by package
+    record = rows[("first run", "nsscaler")]["record"]
+    assert 0 < record["freed_bytes"] < record["record_bytes"]  # the freed-capacity record is part of the PATCH
     out = capsys.readouterr().out
     assert "| 20 | first run | nsscaler |" in out
 
@@ -70,3 +75,15 @@ def test_api_server_counts_leave_out_what_no_tool_sends():
     assert counted["server_requests"] == {"list": 3, "patch": 2}
     assert counted["server_bytes"] == {"list/deployments": 1_500_000}
     assert summary.slope([(1, 50.0), (2, 52.0), (3, 54.0)]) == 2.0
+
+
+def test_import_times_are_summed_by_package():
+    text = "\n".join([
+        "import time: self [us] | cumulative | imported package",
+        "import time:       100 |        100 |     pydantic_core._pydantic_core",
+        "import time:       300 |        400 |   pydantic_core",
+        "import time:        50 |         50 |     job.model.settings",
+        "import time:        25 |         75 |   job.model",
+        "some log line the run wrote",
+    ])
+    assert runs.by_package(text) == {"pydantic_core": 0.0004, "job.model": 0.000075}
