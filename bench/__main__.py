@@ -1,4 +1,4 @@
-"""`make bench`: issue 14's targets side by side in one run, on a real local control plane (without the
+"""`make bench`: the cost targets side by side in one run, on a real local control plane (without the
 Deployment and ReplicaSet controllers, so thousands of Deployments spawn no Pods).
 
 For each N (--sizes): N namespaces `bench-*` in one family, 5 Deployments each (1-3 replicas), one NSScaler
@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="100,1000,3000", help="namespace counts (comma-separated)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per scenario (median is reported)")
     parser.add_argument("--peer", type=Path, help="a checkout of kube-downscaler (its venv: <checkout>/.venv, "
-                        "created when missing); without it, issue 14's reference figures are shown")
+                        "created when missing); without it, kube-downscaler's reference figures are shown")
     parser.add_argument("--compare-max", type=int, default=1000,
                         help="largest N at which naive and limit run (they take long and add nothing new above)")
     parser.add_argument("--family", type=int, default=50, help="namespaces in the family scenario (0: skip)")

@@ -50,7 +50,7 @@ def _figures(r: dict[str, Any]) -> str:
 
 
 def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
-    """nsscaler next to kube-downscaler, as issue 14's table: measured when the peer ran, else its figures."""
+    """nsscaler next to kube-downscaler, as the cost targets' table: measured when the peer ran, else its figures."""
     by_key = summary.index(rows)
     lines = ["| N | scenario | nsscaler wall / requests / API-server CPU / client CPU / RSS | kube-downscaler | "
              "source |",
@@ -63,7 +63,7 @@ def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
         if theirs:
             lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(theirs)} | measured |")
         elif reference:
-            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(reference)} | reference, issue 14 |")
+            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(reference)} | reference, kube-downscaler 26.4.0 |")
     return lines if len(lines) > 2 else []
 
 
@@ -122,7 +122,7 @@ def peer_lines(peer: dict[str, Any] | None) -> list[str]:
         rows = [f"| {n} | {scenario} | {f['seconds']} s / {f['server_total_requests']} / {f['server_cpu_s']} s / "
                 f"{f['rss_mb']} MB |" for (n, scenario), f in summary.PEER_REFERENCE.items()]
         return ["kube-downscaler was not run (no `--peer`; `make bench PEER=<checkout>`). Its reference figures "
-                "from issue 14 (26.4.0, measured on this machine, not in this run):", "",
+                "(26.4.0, measured on this machine when the targets were set, not in this run):", "",
                 "| N | scenario | wall / requests / API-server CPU / RSS |", "|---|---|---|", *rows]
     lines = [f"kube-downscaler {peer['commit']} (`{peer['checkout']}`), its command line in the checkout "
              f"(N={peer['example_n']}; the allowed namespaces change with N, every command is in the JSON):", "",
@@ -154,7 +154,7 @@ def memory_section(memory: dict[str, Any]) -> list[str]:
 
 
 def render(results: dict[str, Any]) -> str:
-    targets = ["| target (issue 14) | figures | verdict |", "|---|---|---|"]
+    targets = ["| cost target | figures | verdict |", "|---|---|---|"]
     targets += [f"| {t['target']} | {t['figures']} | {t['verdict']} |" for t in results["targets"]]
     filtered = ", ".join(sorted(apimetrics.BACKGROUND_RESOURCES))
     notes = [

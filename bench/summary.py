@@ -1,4 +1,4 @@
-"""Pure: raw measured runs into medians, ratios, the memory slope and issue 14's targets, met or missed."""
+"""Pure: raw measured runs into medians, ratios, the memory slope and the cost targets, met or missed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-#: kube-downscaler's figures measured on this machine when issue 14 was filed (26.4.0, `--once`,
+#: kube-downscaler's figures measured on this machine when the cost targets were set (26.4.0, `--once`,
 #: cluster-wide), used when the bench is run without a checkout of the peer: (N, scenario) -> figures.
 PEER_REFERENCE: dict[tuple[int, str], dict[str, float]] = {
     (100, "steady state"): {"seconds": 0.39, "server_total_requests": 3, "server_cpu_s": 0.04, "rss_mb": 44},
@@ -121,7 +121,7 @@ def _peer(by_key: Index, n: int, scenario: str) -> tuple[dict[str, Any] | None, 
     if measured:
         return measured, "measured"
     reference = PEER_REFERENCE.get((n, scenario))
-    return (dict(reference), "reference, issue 14") if reference else (None, "")
+    return (dict(reference), "reference, kube-downscaler 26.4.0") if reference else (None, "")
 
 
 def steady_targets(by_key: Index) -> list[dict[str, Any]]:
@@ -192,6 +192,6 @@ def limit_target(by_key: Index) -> dict[str, Any]:
 
 def targets(rows: list[dict[str, Any]], family_rows: list[dict[str, Any]],
             memory: dict[str, Any]) -> list[dict[str, Any]]:
-    """One line per target of issue 14 with its figures and met / missed / not measured."""
+    """One line per cost target with its figures and met / missed / not measured."""
     by_key = index(rows)
     return [*steady_targets(by_key), *family_targets(family_rows), memory_target(memory), limit_target(by_key)]
