@@ -63,7 +63,8 @@ def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
         if theirs:
             lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(theirs)} | measured |")
         elif reference:
-            lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(reference)} | reference, kube-downscaler 26.4.0 |")
+            lines.append(f"| {n} | {scenario} | {_figures(ours)} "
+                         f"| {_figures(reference)} | reference, kube-downscaler 26.4.0 |")
     return lines if len(lines) > 2 else []
 
 

@@ -45,7 +45,8 @@ def test_benchmark_smoke(tmp_path, capsys):
     assert [p["n"] for p in result["memory"]["points"]] == [20, 30]
     assert result["memory"]["mb_per_1000_workloads"] is not None
     assert {t["verdict"] for t in result["targets"]} <= {"met", "missed", "not measured"}
-    assert "Its reference figures (26.4.0, measured on this machine" in out  # no --peer: the stored reference figures stand in
+    # no --peer: the stored reference figures stand in
+    assert "Its reference figures (26.4.0, measured on this machine" in out
 
 
 def test_peer_command_keeps_up_what_the_policy_keeps_up():
