@@ -7,16 +7,19 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devtools import builders
-from devtools.builders import AdminApi
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
 from job.model.marks import ANNOTATION_EXCLUDE, DOMAIN
+from tests.conftest import CRD, WAKE_CRD, apply_manifest
 from tests.integration.test_restore_tiers_faults import restore_stamp
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -28,6 +31,32 @@ KINDS_IN_FAMILY = ("Deployment", "StatefulSet", "CronJob", "DaemonSet", "Replica
 
 #: written by the API server itself on every change of a DaemonSet's template (its freeze and restore are two)
 SYSTEM_ANNOTATIONS = ("deprecated.daemonset.template.generation",)
+
+
+
+@pytest.fixture(scope="module")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A release is cluster-wide by design: it gives back, and names, everything nsscaler holds. On the suite's
+    shared plane it would give back what other tests froze and name what they left; on a plane of its own it
+    answers for these tests' workloads only."""
+    started = controlplane.start(tmp_path_factory.mktemp("release-plane"))
+    try:
+        yield started
+    finally:
+        started.stop(remove_state=False)
+
+
+@pytest.fixture(scope="module")
+def api(control_plane: ControlPlane) -> AdminApi:
+    return AdminApi(control_plane)
+
+
+@pytest.fixture(scope="module")
+def crd(api: AdminApi, control_plane: ControlPlane) -> None:
+    for manifest in (CRD, WAKE_CRD):
+        apply_manifest(control_plane.admin_kubeconfig, manifest)
+    wait_until(api.crd_established, timeout=30, what="the NSScaler CRD to be established")
+    wait_until(lambda: api.crd_established("wakes.operators.wubw.fun"), timeout=30, what="the Wake CRD")
 
 
 def make_every_kind(api: AdminApi, ns: str) -> None:
