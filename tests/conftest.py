@@ -48,6 +48,16 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlp
         plane.stop(remove_state=False)  # pytest's tmp folders keep the logs of the last runs
 
 
+@contextlib.contextmanager
+def plane_of_its_own(factory: pytest.TempPathFactory, name: str) -> Iterator[controlplane.ControlPlane]:
+    """A control plane for tests whose actions are cluster-wide (a release, a chart's whole life), stopped after."""
+    started = controlplane.start(factory.mktemp(name))
+    try:
+        yield started
+    finally:
+        started.stop(remove_state=False)
+
+
 @pytest.fixture(scope="session")
 def api(control_plane: controlplane.ControlPlane) -> AdminApi:
     return AdminApi(control_plane)

@@ -31,7 +31,7 @@ from devtools.cluster import controlplane
 from devtools.cluster.versions import cache_root
 from job import __version__
 from job.model.marks import ANNOTATION_EXCLUDE
-from tests.conftest import ROOT, built_tool, kubectl
+from tests.conftest import ROOT, built_tool, kubectl, plane_of_its_own
 from tests.integration.test_release import EVERY_KIND, family, make_every_kind, marks_left
 
 CHART = ROOT / "charts" / "nsscaler"
@@ -48,29 +48,13 @@ def helm() -> str:
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
-    started = controlplane.start(tmp_path_factory.mktemp("helm-plane"))
-    try:
+    with plane_of_its_own(tmp_path_factory, "helm-plane") as started:
         yield started
-    finally:
-        started.stop(remove_state=False)
 
 
 @pytest.fixture(scope="module")
 def plane_api(plane: controlplane.ControlPlane) -> AdminApi:
     return AdminApi(plane)
-
-
-@pytest.fixture
-def life_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
-    """A control plane for one whole life of the chart (install, upgrade, uninstall, CRDs removed): nothing another
-    test did on a plane can stand in its way. After the rendering matrix, a `ClusterRole nsscaler` without helm's
-    ownership was seen now and then on the shared plane, making `helm install` refuse to adopt it; its cause is not
-    found yet, and a plane per life keeps these tests about the chart's life only."""
-    started = controlplane.start(tmp_path_factory.mktemp("helm-life-plane"))
-    try:
-        yield started
-    finally:
-        started.stop(remove_state=False)
 
 
 def helm_env() -> dict[str, str]:
@@ -303,12 +287,14 @@ def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_pa
 
 def install(helm: str, plane: controlplane.ControlPlane, tmp_path: Path, values: dict[str, Any],
             verb: str = "install") -> None:
+    if verb == "install":  # helm deletes in the background: a last uninstall's ClusterRole may outlive it a moment
+        api = AdminApi(plane)
+        wait_until(lambda: not api.exists("ClusterRole", "nsscaler"), timeout=120, what="the last ClusterRole gone")
     run(helm, verb, RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, values),
         kubeconfig=plane.admin_kubeconfig)
 
 
-def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(helm, life_plane, tmp_path):
-    plane, plane_api = life_plane, AdminApi(life_plane)
+def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(helm, plane, plane_api, tmp_path):
     api, prefix = plane_api, "life-"
     install(helm, plane, tmp_path, {})
     wait_until(api.crd_established, what="the chart's CRD")
@@ -358,8 +344,7 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
 
 
-def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, life_plane, tmp_path):
-    plane, plane_api = life_plane, AdminApi(life_plane)
+def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
     api, prefix = plane_api, "stuck-"
     install(helm, plane, tmp_path, {})
     wait_until(api.crd_established, what="the chart's CRD")

@@ -15,11 +15,10 @@ import pytest
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
-from devtools.cluster import controlplane
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
 from job.model.marks import ANNOTATION_EXCLUDE, DOMAIN
-from tests.conftest import CRD, WAKE_CRD, apply_manifest
+from tests.conftest import CRD, WAKE_CRD, apply_manifest, plane_of_its_own
 from tests.integration.test_restore_tiers_faults import restore_stamp
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -39,11 +38,8 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     """A release is cluster-wide by design: it gives back, and names, everything nsscaler holds. On the suite's
     shared plane it would give back what other tests froze and name what they left; on a plane of its own it
     answers for these tests' workloads only."""
-    started = controlplane.start(tmp_path_factory.mktemp("release-plane"))
-    try:
+    with plane_of_its_own(tmp_path_factory, "release-plane") as started:
         yield started
-    finally:
-        started.stop(remove_state=False)
 
 
 @pytest.fixture(scope="module")
