@@ -285,11 +285,29 @@ def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_pa
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), runs
 
 
+def clear_recreated_role(api: AdminApi) -> None:
+    """What docs/operating/uninstall.md tells a user to do after an uninstall. The controller manager's
+    clusterrole-aggregation controller writes the aggregated `ClusterRole nsscaler` with server-side apply; when
+    such a write lands just after the uninstall deleted the role (the deletion of the roles it aggregates queues
+    one), it creates the role again, with none of the labels of an install, and a later `helm install`
+    refuses to adopt it. Seen here about one uninstall in two under load. Only that role is removed, and only when
+    it carries no label or annotation at all (nothing of an install's)."""
+    def gone() -> bool:
+        return not api.exists("ClusterRole", "nsscaler")
+    with contextlib.suppress(AssertionError):
+        wait_until(gone, timeout=10, what="the ClusterRole to go")
+    if gone():
+        return
+    meta = api.get("ClusterRole", "nsscaler")["metadata"]
+    assert not meta.get("labels") and not meta.get("annotations"), meta  # not an installed one: nothing of helm's
+    api.delete("ClusterRole", "nsscaler")
+    wait_until(gone, what="the re-created ClusterRole to go")
+
+
 def install(helm: str, plane: controlplane.ControlPlane, tmp_path: Path, values: dict[str, Any],
             verb: str = "install") -> None:
-    if verb == "install":  # helm deletes in the background: a last uninstall's ClusterRole may outlive it a moment
-        api = AdminApi(plane)
-        wait_until(lambda: not api.exists("ClusterRole", "nsscaler"), timeout=120, what="the last ClusterRole gone")
+    if verb == "install":
+        clear_recreated_role(AdminApi(plane))
     run(helm, verb, RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, values),
         kubeconfig=plane.admin_kubeconfig)
 
