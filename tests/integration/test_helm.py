@@ -287,7 +287,7 @@ def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_pa
 
 def clear_recreated_role(api: AdminApi) -> None:
     """What docs/operating/uninstall.md tells a user to do after an uninstall. The controller manager's
-    clusterrole-aggregation controller writes the aggregated `ClusterRole nsscaler` with server-side apply; when
+    clusterrole-aggregation controller keeps the aggregated `ClusterRole nsscaler` up to date (our reading of it); when
     such a write lands just after the uninstall deleted the role (the deletion of the roles it aggregates queues
     one), it creates the role again, with none of the labels of an install, and a later `helm install`
     refuses to adopt it. Seen here about one uninstall in two under load. Only that role is removed, and only when
