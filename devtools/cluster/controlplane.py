@@ -279,6 +279,15 @@ def _node_flags(ca: pki.Authority, node_ip: str) -> list[str]:
             "--kubelet-preferred-address-types=InternalIP"]
 
 
+def forget_kubectl_discovery(host: str, port: int) -> None:
+    """kubectl keeps what a server serves on disk for hours, keyed by host and port only. A new plane that
+    gets the port of an earlier one (of another Kubernetes version, or with other CRDs) would otherwise be
+    talked to with the earlier plane's resource list: kubectl then sends a request the new server cannot
+    answer ("the server could not find the requested resource") instead of saying the kind is not served."""
+    cache = Path(os.environ.get("KUBECACHEDIR") or Path.home() / ".kube" / "cache")
+    shutil.rmtree(cache / "discovery" / f"{host}_{port}", ignore_errors=True)
+
+
 def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS,
           die_with_parent: bool = True, node_ip: str | None = None) -> ControlPlane:
     """Start a fresh control plane in `state_dir`; on any failure, stop what was started and raise.
@@ -292,6 +301,7 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
     admin_cert, admin_key = ca.issue("admin", common_name="nsscaler-test-admin", organization="system:masters")
     sa_private, sa_public = ca.service_account_keys()
     etcd_port, etcd_peer, api_port, kcm_port = free_ports(4)
+    forget_kubectl_discovery(node_ip or "127.0.0.1", api_port)
     plane = ControlPlane(state_dir=state_dir, server=f"https://{node_ip or '127.0.0.1'}:{api_port}",
                          ca_cert=ca.ca_cert,
                          admin_cert=admin_cert, admin_key=admin_key,
