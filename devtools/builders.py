@@ -46,6 +46,13 @@ _PATHS = {
     "ValidatingAdmissionPolicy": ("/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", False),
     "ValidatingAdmissionPolicyBinding": ("/apis/admissionregistration.k8s.io/v1",
                                          "validatingadmissionpolicybindings", False),
+    "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
+    "Service": ("/api/v1", "services", True),
+    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
+    "GatewayClass": ("/apis/gateway.networking.k8s.io/v1", "gatewayclasses", False),
+    "Gateway": ("/apis/gateway.networking.k8s.io/v1", "gateways", True),
+    "HTTPRoute": ("/apis/gateway.networking.k8s.io/v1", "httproutes", True),
+    "ReferenceGrant": ("/apis/gateway.networking.k8s.io/v1beta1", "referencegrants", True),
 }
 
 

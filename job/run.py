@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from job.cluster import census as census_api
-from job.cluster import read
+from job.cluster import lease, read
 from job.cluster.access import preflight, startup_error
 from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
@@ -60,6 +60,8 @@ class RunReport:
     finished: dt.datetime | None = None
     #: responses 429 (Too Many Requests: API Priority and Fairness queued the run out), each retried
     throttled: int = 0
+    #: who held the run Lease all the while this run could wait: it then read and wrote nothing (exit 0)
+    lease_held_by: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -89,8 +91,33 @@ class _Stages:
         self.requests[name], self.sent = total - self.sent, total
 
 
+#: how long a run waits at most while another run holds the run Lease
+LEASE_WAIT = 60.0
+
+
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
-    """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
+    """Reconcile every NSScaler once, holding the run Lease (`job.decide.lease`): one run writes at a time across
+    the cluster. While another run holds it for all of `LEASE_WAIT` seconds (never past the soft deadline: by then
+    the run could write nothing anyway), this one reads and writes nothing and says who holds it (exit 0: the
+    holder does the work). Raises StartupError when the run cannot start at all."""
+    if settings.dry_run:  # writes nothing: needs no Lease
+        return _run(kube, settings, now=now)
+    namespace, me = settings.own_namespace or "default", lease.identity()
+    try:
+        held = lease.take(kube, namespace, me=me, wait=min(LEASE_WAIT, settings.soft_deadline or LEASE_WAIT))
+    except ApiError as exc:
+        raise startup_error(kube, exc) from None
+    if held is not None:
+        log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it", held,
+                 extra={"event": "lease-held", "holder": held.holder})
+        return RunReport(started=now, dry_run=False, lease_held_by=str(held))
+    try:
+        return _run(kube, settings, now=now)
+    finally:
+        lease.give_back(kube, namespace, me=me)
+
+
+def _run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     stages = _Stages(kube)
     stop_at = None if settings.soft_deadline is None else time.monotonic() + settings.soft_deadline
     report = RunReport(started=now, dry_run=settings.dry_run, phases=stages.seconds,
