@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from job.cluster import census as census_api
-from job.cluster import lease, read
+from job.cluster import lease, read, routes
 from job.cluster.access import preflight, startup_error
 from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
@@ -130,12 +130,14 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at)
+        followed = routes.follow_holds(kube, snapshot, decision, settings=settings)  # the last restore tier
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
                                         settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
-                         problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot)])
+                         problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),
+                                   *followed.problems])
         stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now))

@@ -92,8 +92,13 @@ def ensure_traefik() -> Path:
 
 
 def gateway_api_version() -> str:
-    ensure_traefik()
-    return str(json.loads((traefik_dir() / _MANIFEST).read_text())["gateway_api"])
+    """The Gateway API version Traefik's go.mod pins (read from the module cache; no build needed)."""
+    folder = cache_root()
+    folder.mkdir(parents=True, exist_ok=True)
+    module_dir = tools._module_dir(TRAEFIK, folder, folder / "traefik-module.log")
+    if module_dir is None:
+        raise tools.SourceUnavailable(f"the Go module proxy does not serve {TRAEFIK.module}@{TRAEFIK.version}")
+    return _pinned_gateway_api(module_dir / "go.mod")
 
 
 def ensure_gateway_crds() -> Path:
@@ -116,8 +121,8 @@ def ensure_gateway_crds() -> Path:
 
 def main() -> int:
     try:
-        print(ensure_traefik())
         print(ensure_gateway_crds())
+        print(ensure_traefik())
     except (RuntimeError, tools.SourceUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -79,6 +79,11 @@ class WakeSpec(BaseModel):
 
     allowed: bool = True
     max_duration: str = "8h"
+    #: wake on the first HTTP request: while a namespace is held, its HTTPRoutes point at the waker, whose answer
+    #: creates the Wake (`job.waker`); off by default, and nothing is touched unless a policy turns it on
+    on_request: bool = False
+    #: with `on_request`: a request shows the waiting page only, and the namespace wakes on a click there
+    on_request_click: bool = False
 
     @field_validator("max_duration")
     @classmethod
