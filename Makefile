@@ -64,7 +64,16 @@ package: chart helm ## the chart archive, dist/nsscaler-<version>.tgz (the versi
 metrics-manifests: install ## regenerate the metrics component's PrometheusRule and Helm values from its sources
 	$(BIN)/python -m devtools.metrics_component
 
-test: install control-plane metrics-tools ## the whole suite (unit, integration, e2e) against a real local control plane
+gateway-tools: install ## build Traefik v3.6.12 and fetch the Gateway API CRDs it pins, once, for the wake-on-request tests (~10 min)
+	$(BIN)/python -m devtools.cluster.traefik
+
+browser-deps: ## (root) Debian's chromium and chromium-driver, for the wake-on-request end-to-end test
+	@if ! dpkg-query -W -f='$${db:Status-Status}\n' chromium chromium-driver 2>/dev/null | grep -qvx installed \
+		&& [ $$(dpkg-query -W chromium chromium-driver 2>/dev/null | wc -l) -eq 2 ]; then echo "chromium present"; \
+		else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		chromium chromium-driver; fi
+
+test: install control-plane metrics-tools gateway-tools ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
 
 test-versions: install ## the compatibility suite against Kubernetes 1.34 to 1.37, each built once (cached, ~6 min each)

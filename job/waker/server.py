@@ -1,0 +1,110 @@
+"""The waker's HTTP server (aiohttp): every path and method of a held namespace's routes lands here.
+
+One `Waker` holds what the process remembers, per replica: when it last woke each namespace (the rate limit), and
+the policies that wake on request, read again at most every `POLICY_SECONDS`. The API calls run in worker
+threads, through the job's synchronous client. `/healthz` (without the namespace header: the kubelet's probe)
+answers 200.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from job.cluster.kube import Kube
+from job.errors import ApiError
+from job.model.marks import HEADER_NAMESPACE
+from job.model.policy import Policy, parse_duration
+from job.waker import actions
+from job.waker.answer import RETRY_AFTER_SECONDS, Answer, Door, Request, decide
+from job.waker.page import WAKER_HEADER, json_body, page
+
+log = logging.getLogger(__name__)
+POLICY_SECONDS = 10.0
+
+
+@dataclass
+class Waker:
+    kube: Kube
+    #: the waker's own user (`system:serviceaccount:<namespace>:<name>`): what its Wakes say in requestedBy
+    identity: str
+    #: where the CronJob is whose template a run at once uses
+    namespace: str
+    cronjob: str = "nsscaler"
+    last_wake: dict[str, dt.datetime] = field(default_factory=dict)
+    policies: Sequence[Policy] = ()
+    policies_read: float = float("-inf")
+    #: counters the health endpoint reports: Wakes created, runs started, requests answered
+    counts: dict[str, int] = field(default_factory=lambda: {"requests": 0, "wakes": 0, "runs": 0, "errors": 0})
+
+    async def door(self, namespace: str) -> Door | None:
+        if time.monotonic() - self.policies_read > POLICY_SECONDS:
+            self.policies = await asyncio.to_thread(actions.doors, self.kube)
+            self.policies_read = time.monotonic()
+        return actions.door_of(self.policies, namespace)
+
+    async def handle(self, http: web.Request) -> web.StreamResponse:
+        request = Request(http.method, http.host, http.path_qs, dict(http.headers))
+        if not request.namespace and http.path == "/healthz":
+            return web.json_response({"ok": True, **self.counts})
+        self.counts["requests"] += 1
+        now = dt.datetime.now(dt.UTC)
+        try:
+            door = await self.door(request.namespace) if request.namespace else None
+        except ApiError as exc:
+            self.counts["errors"] += 1
+            log.warning("could not read the policies: %s", exc, extra={"event": "waker-error"})
+            door = None
+        answer = decide(request, door, last_wake=self.last_wake.get(request.namespace), now=now)
+        if answer.wake and door is not None:
+            self.last_wake[request.namespace] = now  # claimed before the API calls: concurrent requests wait
+            await self._wake(request, door, now)
+        return self._respond(http, request, answer, door, now)
+
+    async def _wake(self, request: Request, door: Door, now: dt.datetime) -> None:
+        ns = request.namespace
+        try:
+            created = await asyncio.to_thread(actions.wake, self.kube, ns, door, request, identity=self.identity,
+                                              now=now)
+        except ApiError as exc:
+            self.counts["errors"] += 1
+            log.warning("could not wake %s: %s", ns, exc, extra={"event": "waker-error", "namespace": ns})
+            return
+        if not created:
+            return
+        self.counts["wakes"] += 1
+        log.info("woke %s on %s", ns, request.words, extra={"event": "woken", "namespace": ns})
+        job = await asyncio.to_thread(actions.start_run, self.kube, namespace=self.namespace, cronjob=self.cronjob,
+                                      woken=ns)
+        if job:
+            self.counts["runs"] += 1
+            log.info("started run %s for %s", job, ns, extra={"event": "run-started", "namespace": ns, "job": job})
+
+    def _respond(self, http: web.Request, request: Request, answer: Answer, door: Door | None,
+                 now: dt.datetime) -> web.Response:
+        headers = {WAKER_HEADER: "waiting", "Cache-Control": "no-store"}
+        if answer.status == 503:
+            headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        until = now + parse_duration(door.max_duration) if door is not None else None
+        if http.method == "HEAD":
+            return web.Response(status=answer.status, headers=headers)
+        if answer.body == "page" and until is not None:
+            text = page(answer, namespace=request.namespace, door=door, now=now, until=until)
+            return web.Response(status=answer.status, text=text, content_type="text/html", headers=headers)
+        return web.Response(status=answer.status, content_type="application/json", headers=headers,
+                            text=json_body(answer, namespace=request.namespace or "", door=door, until=until))
+
+
+def app(waker: Waker) -> web.Application:
+    application = web.Application()
+    application.router.add_route("*", "/{tail:.*}", waker.handle)
+    return application
+
+
+__all__ = ["HEADER_NAMESPACE", "Waker", "app"]

@@ -1,0 +1,120 @@
+"""The waker against the real control plane: the real `nsscaler-waker` process, as its own ServiceAccount with
+the component's RBAC (least privilege: a forbidden call fails the test), and the real Wake admission (the
+requestedBy the API server accepts is the waker's own user). Requests carry the namespace header as the gateway
+sets it; `tests/e2e/test_wake_on_request.py` sends them through a real gateway, which sets it itself."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from devtools import builders
+from devtools.builders import AdminApi
+from devtools.cluster import controlplane
+from job.model.marks import ANNOTATION_WAKE_REQUEST, HEADER_NAMESPACE
+from job.waker.actions import WAKE_NAME
+from tests.waker_process import WakerProcess, waker
+
+pytestmark = pytest.mark.usefixtures("crd", "wake_admission")
+BROWSER = {"Accept": "text/html,application/xhtml+xml", "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/140"}
+
+
+@pytest.fixture
+def world(api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str,
+          tmp_path: Path) -> Iterator[tuple[str, WakerProcess]]:
+    """Namespaces `<prefix>a`..`e`, held by `<prefix>open` (wakes on any request); `<prefix>kclick` held by a
+    policy that asks for a click; `<prefix>xno` held by one that does not wake on request. The waker runs in
+    `<prefix>sys`."""
+    for suffix in ("a", "b", "c", "d", "kclick", "xno", "sys"):
+        api.create(builders.namespace(prefix + suffix))
+    api.create(builders.nsscaler(f"{prefix}open", prefix, ["sys"], wake={"on_request": True, "max_duration": "2h"}))
+    api.create(builders.nsscaler(f"{prefix}click", f"{prefix}k", [], wake={"on_request": True,
+                                                                            "on_request_click": True}))
+    api.create(builders.nsscaler(f"{prefix}no", f"{prefix}x", [], wake={"on_request": False}))
+    with waker(api, control_plane, namespace=prefix + "sys", prefix=prefix, workdir=tmp_path) as process:
+        yield prefix, process
+        print(process.logs())
+
+
+def ask(process: WakerProcess, ns: str, method: str = "GET", path: str = "/cart?id=7",
+        headers: dict[str, str] | None = None) -> requests.Response:
+    return requests.request(method, process.url + path, timeout=30,
+                            headers={"Host": "shop.example", HEADER_NAMESPACE: ns, **(headers or {})})
+
+
+def wakes(api: AdminApi, ns: str) -> list[dict[str, Any]]:
+    return api.list("Wake", ns)
+
+
+def runs(api: AdminApi, ns: str) -> list[dict[str, Any]]:
+    return [j for j in api.list("Job", ns) if j["metadata"]["name"].startswith("nsscaler-wake-")]
+
+
+def test_a_browser_gets_the_waiting_page_and_its_request_creates_one_bounded_audited_wake_and_starts_a_run(
+        api: AdminApi, world: tuple[str, WakerProcess]) -> None:
+    prefix, process = world
+    ns, sys_ns = prefix + "a", prefix + "sys"
+    answer = ask(process, ns, headers=BROWSER)
+
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
+    assert answer.headers["Content-Type"].startswith("text/html")
+    assert ns in answer.text and f"{prefix}open" in answer.text and "2h" in answer.text
+    (wake,) = wakes(api, ns)
+    assert wake["metadata"]["name"] == WAKE_NAME and wake["spec"]["duration"] == "2h"
+    assert wake["spec"]["requestedBy"] == process.identity  # the waker's own user, as admission requires
+    assert wake["spec"]["reason"] == "request to GET shop.example/cart?id=7"
+    assert wake["metadata"]["annotations"][ANNOTATION_WAKE_REQUEST] == "GET shop.example/cart?id=7"
+    (job,) = runs(api, sys_ns)  # a run at once, from the CronJob's template
+    cron = api.get("CronJob", "nsscaler", sys_ns)
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert job["metadata"]["ownerReferences"][0]["uid"] == cron["metadata"]["uid"]
+
+
+def test_a_flood_of_requests_makes_one_wake_and_one_run(api: AdminApi, world: tuple[str, WakerProcess]) -> None:
+    prefix, process = world
+    ns = prefix + "b"
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda i: ask(process, ns, path=f"/item/{i}"), range(200)))
+    assert {a.status_code for a in answers} == {503}
+    assert all(a.headers["Content-Type"].startswith("application/json") for a in answers)
+    assert answers[0].json()["namespace"] == ns and answers[0].json()["retryAfterSeconds"] == 5
+    assert len(wakes(api, ns)) == 1
+    assert len(runs(api, prefix + "sys")) == 1
+
+
+def test_head_and_health_checkers_do_not_wake(api: AdminApi, world: tuple[str, WakerProcess]) -> None:
+    prefix, process = world
+    ns = prefix + "c"
+    assert ask(process, ns, "HEAD").status_code == 503
+    probes = ("kube-probe/1.36", "ELB-HealthChecker/2.0", "GoogleHC/1.0", "Mozilla/5.0+(compatible; UptimeRobot/2.0)")
+    for agent in probes:
+        assert ask(process, ns, headers={"User-Agent": agent}).status_code == 503
+    assert wakes(api, ns) == []
+    assert ask(process, ns).status_code == 503  # an ordinary request afterwards does wake
+    assert len(wakes(api, ns)) == 1
+
+
+def test_a_policy_that_asks_for_a_click_wakes_only_on_the_click(api: AdminApi,
+                                                                world: tuple[str, WakerProcess]) -> None:
+    prefix, process = world
+    ns = prefix + "kclick"
+    page = ask(process, ns, headers=BROWSER)
+    assert page.status_code == 503 and 'id="wake"' in page.text
+    assert wakes(api, ns) == []
+    assert ask(process, ns, "POST", headers={"X-Nsscaler-Wake": "click"}).status_code == 503
+    assert len(wakes(api, ns)) == 1
+
+
+def test_a_namespace_no_policy_wakes_on_request_is_refused_and_nothing_is_created(
+        api: AdminApi, world: tuple[str, WakerProcess]) -> None:
+    prefix, process = world
+    refused = ask(process, prefix + "xno")
+    assert refused.status_code == 404 and refused.json()["state"] == "refused"
+    assert wakes(api, prefix + "xno") == []
+    assert requests.get(process.url + "/", timeout=10).status_code == 400  # no header: not sent by a held route
