@@ -16,7 +16,7 @@ import datetime as dt
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from job.cluster import census as census_api
@@ -96,28 +96,27 @@ LEASE_WAIT = 60.0
 
 
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
-    """Reconcile every NSScaler once, holding the run Lease (`job.decide.lease`): one run writes at a time across
-    the cluster. While another run holds it for all of `LEASE_WAIT` seconds (never past the soft deadline: by then
-    the run could write nothing anyway), this one reads and writes nothing and says who holds it (exit 0: the
-    holder does the work). Raises StartupError when the run cannot start at all."""
-    if settings.dry_run:  # writes nothing: needs no Lease
-        return _run(kube, settings, now=now)
-    namespace, me = settings.own_namespace or "default", lease.identity()
+    """Reconcile every NSScaler once. One run writes at a time across the cluster: a run that has something to
+    write takes the run Lease first (`job.decide.lease`), waiting at most `LEASE_WAIT` seconds (never past the soft
+    deadline: by then it could write nothing anyway) while another run holds it; if the other run holds it all
+    that while, this one writes nothing and says who holds it (exit 0: the holder does the work). A run that finds
+    nothing to do never asks for the Lease. Raises StartupError when the run cannot start at all."""
+    wait = min(LEASE_WAIT, settings.soft_deadline or LEASE_WAIT)
+    run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait)
     try:
-        held = lease.take(kube, namespace, me=me, wait=min(LEASE_WAIT, settings.soft_deadline or LEASE_WAIT))
+        return _run(kube, settings, now=now, run_lease=run_lease)
+    finally:
+        run_lease.give_back()
+
+
+def _may_write(kube: Kube, run_lease: lease.RunLease) -> bool:
+    try:
+        return run_lease.ensure()
     except ApiError as exc:
         raise startup_error(kube, exc) from None
-    if held is not None:
-        log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it", held,
-                 extra={"event": "lease-held", "holder": held.holder})
-        return RunReport(started=now, dry_run=False, lease_held_by=str(held))
-    try:
-        return _run(kube, settings, now=now)
-    finally:
-        lease.give_back(kube, namespace, me=me)
 
 
-def _run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
+def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.RunLease) -> RunReport:
     stages = _Stages(kube)
     stop_at = None if settings.soft_deadline is None else time.monotonic() + settings.soft_deadline
     report = RunReport(started=now, dry_run=settings.dry_run, phases=stages.seconds,
@@ -126,11 +125,20 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         snapshot = read_snapshot(kube, settings, now=now)
         stages.done("read")
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+        if not settings.dry_run and any(decision.steps):
+            if not _may_write(kube, run_lease):
+                log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it",
+                         run_lease.held_by, extra={"event": "lease-held", "holder": str(run_lease.held_by)})
+                return replace(report, lease_held_by=str(run_lease.held_by))
+            if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
+                snapshot = read_snapshot(kube, settings, now=now)
+                snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
         stages.done("decide")
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
-                                           stop_at=stop_at)
-        followed = routes.follow_holds(kube, snapshot, decision, settings=settings)  # the last restore tier
+                                           stop_at=stop_at, may_write=lambda: _may_write(kube, run_lease))
+        followed = routes.follow_holds(kube, snapshot, decision, settings=settings,  # the last restore tier
+                                       may_write=lambda: _may_write(kube, run_lease))
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
@@ -165,7 +173,8 @@ TIER_POLL_SECONDS = 2.0
 
 
 def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: list[ActionResult], *,
-                   settings: Settings, now: dt.datetime, stop_at: float | None) -> tuple[Decision, list[ActionResult]]:
+                   settings: Settings, now: dt.datetime, stop_at: float | None,
+                   may_write: Callable[[], bool]) -> tuple[Decision, list[ActionResult]]:
     """While a namespace's next restore tier waits and the run may still wait (`--restore-wait-in-run`, within
     the soft deadline): look again at those namespaces, decide again there, and write. Waiting longer is the
     next run's: the wait is in the workloads' own marks and the policy's status, not in this process. A
@@ -189,6 +198,8 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
             break
         at = now + dt.timedelta(seconds=time.monotonic() - started)
         snapshot, later = _decided(kube, snapshot, settings=settings, now=at, within=waiting)
+        if not settings.dry_run and any(later.steps) and not may_write():
+            break  # another run holds the Lease: it goes on with these namespaces
         results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at)]
         decision = merged(decision, later, within=waiting)
     return decision, results

@@ -1,5 +1,6 @@
-"""The run Lease on the API: take it before reading (waiting a bounded time while another run holds it), give it
-back at the end. Whether it may be taken is `job.decide.lease`'s; this module only reads and writes it.
+"""The run Lease on the API: taken by a run's first write (waiting a bounded time while another run holds it),
+given back at the end. A run with nothing to write never asks for it: the steady state pays no request for it.
+Whether it may be taken is `job.decide.lease`'s; this module only reads and writes it.
 
 Every write carries the resourceVersion it read (a create: none exists yet), so two runs that find it free at
 the same moment cannot both take it: one gets 409 and reads again. The wait polls once a second, bounded by
@@ -100,3 +101,33 @@ def give_back(kube: Kube, namespace: str, *, me: str) -> None:
             "spec": {"holderIdentity": None, "renewTime": None}})
     except ApiError as exc:
         log.warning("could not give back the run Lease (it expires by itself): %s", exc, extra={"event": "lease"})
+
+
+class RunLease:
+    """The Lease of one run: taken at most once, when the run first has something to write (`ensure`), given back
+    at the end if it was taken. A run that finds nothing to do never reads it."""
+
+    def __init__(self, kube: Kube, namespace: str, *, wait: float) -> None:
+        self.kube, self.namespace, self.wait = kube, namespace, wait
+        self.me = identity()
+        #: this run holds it
+        self.taken = False
+        #: this run waited for another run before it took it: what it read before may be stale
+        self.waited = False
+        #: another run held it all the while this run could wait
+        self.held_by: Held | None = None
+
+    def ensure(self) -> bool:
+        """Whether this run holds the Lease now, taking it if it has not tried yet."""
+        if self.taken or self.held_by is not None:
+            return self.taken
+        started = time.monotonic()
+        self.held_by = take(self.kube, self.namespace, me=self.me, wait=self.wait)
+        self.taken = self.held_by is None
+        self.waited = time.monotonic() - started >= POLL_SECONDS
+        return self.taken
+
+    def give_back(self) -> None:
+        if self.taken:
+            give_back(self.kube, self.namespace, me=self.me)
+            self.taken = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +59,10 @@ def _awake(kube: Kube, snapshot: Snapshot, namespaces: Sequence[str]) -> frozens
     return decide.awake(read.whole_namespaces(kube, [], list(handlers.values()), namespaces), namespaces)
 
 
-def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings) -> RoutesDone:
-    """Point the routes of held, opted-in namespaces at the waker; restore those of awake ones."""
+def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings,
+                 may_write: Callable[[], bool] = lambda: True) -> RoutesDone:
+    """Point the routes of held, opted-in namespaces at the waker; restore those of awake ones. Before its first
+    write it asks `may_write` (the run Lease): if another run holds it, that run follows the routes."""
     if settings.dry_run:
         return RoutesDone()
     waker = hr.Waker(namespace=settings.own_namespace or "nsscaler")
@@ -78,6 +80,8 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
             recorded = {r["metadata"]["namespace"] for r in routes if hr.record_of(r) is not None}
             candidates = sorted(recorded - set(opted))
             plan = decide.plan_routes(routes, opted=opted, ready=_awake(kube, snapshot, candidates), waker=waker)
+            if (plan.steps or plan.grants or plan.ungrants) and not may_write():
+                break
             _carry_out(kube, plan, waker, done)
             if not plan.waiting or time.monotonic() + POLL_SECONDS > give_up:
                 break
