@@ -39,6 +39,7 @@ _PATHS = {
     "Plain": ("/apis/test.nsscaler.io/v1", "plains", True),
     "NSScaler": (f"/apis/{NSSCALER_VERSION}", "nsscalers", False),
     "Wake": (f"/apis/{NSSCALER_VERSION}", "wakes", True),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),

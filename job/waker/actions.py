@@ -36,7 +36,8 @@ def doors(kube: Kube) -> Sequence[policy_api.Policy]:
 
 
 def door_of(policies: Sequence[policy_api.Policy], namespace: str) -> Door | None:
-    chosen = next((p for p in policies if p.in_scope(namespace)), None)
+    # a namespace a policy lists as active is never held by it: its routes were not pointed here by that policy
+    chosen = next((p for p in policies if p.in_scope(namespace) and not p.lists_active(namespace)), None)
     if chosen is None:
         return None
     return Door(chosen.name, chosen.spec.wake.max_duration, chosen.spec.wake.on_request_click)

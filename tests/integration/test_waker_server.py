@@ -28,11 +28,13 @@ BROWSER = {"Accept": "text/html,application/xhtml+xml", "User-Agent": "Mozilla/5
 def world(api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str,
           tmp_path: Path) -> Iterator[tuple[str, WakerProcess]]:
     """Namespaces `<prefix>a`..`e`, held by `<prefix>open` (wakes on any request); `<prefix>kclick` held by a
-    policy that asks for a click; `<prefix>xno` held by one that does not wake on request. The waker runs in
+    policy that asks for a click (and by `open`); `<prefix>xno` held only by one that does not wake on request
+    (`open` lists it as active). The waker runs in
     `<prefix>sys`."""
     for suffix in ("a", "b", "c", "d", "kclick", "xno", "sys"):
         api.create(builders.namespace(prefix + suffix))
-    api.create(builders.nsscaler(f"{prefix}open", prefix, ["sys"], wake={"on_request": True, "max_duration": "2h"}))
+    api.create(builders.nsscaler(f"{prefix}open", prefix, ["sys", "xno"],
+                                 wake={"on_request": True, "max_duration": "2h"}))
     api.create(builders.nsscaler(f"{prefix}click", f"{prefix}k", [], wake={"on_request": True,
                                                                             "on_request_click": True}))
     api.create(builders.nsscaler(f"{prefix}no", f"{prefix}x", [], wake={"on_request": False}))
