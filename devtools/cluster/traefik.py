@@ -119,10 +119,13 @@ def ensure_gateway_crds() -> Path:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """`--crds`: the Gateway API CRDs only (a module download); else Traefik too."""
+    crds_only = "--crds" in (sys.argv[1:] if argv is None else argv)
     try:
         print(ensure_gateway_crds())
-        print(ensure_traefik())
+        if not crds_only:
+            print(ensure_traefik())
     except (RuntimeError, tools.SourceUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
