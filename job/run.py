@@ -215,7 +215,9 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
     `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
     read.server_version(kube)
-    policies: Sequence[Policy | InvalidPolicy] = read.policies(kube, settings)
+    every = read.policies(kube, settings)
+    leaving = tuple(p for p in every if p.life.deleting)  # held back by a finalizer: they hold nothing
+    policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
     preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
@@ -238,7 +240,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     except ApiError as exc:
         raise startup_error(kube, exc) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes), overheads=overheads)
+                    wakes=tuple(wakes), overheads=overheads, leaving=leaving)
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

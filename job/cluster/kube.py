@@ -303,12 +303,14 @@ class Kube:
             params["dryRun"] = "All"
         return params
 
-    def patch(self, *, version: str, plural: str, namespace: str, name: str, body: dict[str, Any],
+    def patch(self, *, version: str, plural: str, namespace: str | None, name: str, body: dict[str, Any],
               dry_run: bool) -> None:
-        """A merge patch; `body` carries metadata.resourceVersion, so a concurrent change gives Conflict.
-        The response (the whole object) is not parsed: nothing needs it, and a large freeze sends thousands."""
-        self._send("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}", json=body,
-                   headers=_MERGE_PATCH, params=self._write_params(dry_run), parse=False)
+        """A merge patch (`namespace` None: a cluster-scoped object); `body` carries metadata.resourceVersion, so a
+        concurrent change gives Conflict. The response (the whole object) is not parsed: nothing needs it, and a
+        large freeze sends thousands."""
+        where: dict[str, Any] = {"namespace": namespace} if namespace else {}
+        self._send("patch", "PATCH", version=version, url=f"{plural}/{name}", json=body, headers=_MERGE_PATCH,
+                   params=self._write_params(dry_run), parse=False, **where)
 
     def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any],
                      namespace: str | None = None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from job.cluster import read
@@ -18,9 +18,11 @@ from job.cluster.kube import Kube
 from job.decide import routes as decide
 from job.decide.decision import Decision
 from job.errors import ApiError, Conflict
+from job.model import policy as policy_api
 from job.model.kinds import BUILTIN, KindHandler
 from job.model.kinds import httproute as hr
-from job.model.marks import SCALED_SELECTOR
+from job.model.marks import FINALIZER_ROUTES, SCALED_SELECTOR
+from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.snapshot import Snapshot
 
@@ -62,12 +64,16 @@ def _awake(kube: Kube, snapshot: Snapshot, namespaces: Sequence[str]) -> frozens
 def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings,
                  may_write: Callable[[], bool] = lambda: True) -> RoutesDone:
     """Point the routes of held, opted-in namespaces at the waker; restore those of awake ones. Before its first
-    write it asks `may_write` (the run Lease): if another run holds it, that run follows the routes."""
+    write it asks `may_write` (the run Lease): if another run holds it, that run follows the routes. Reads no
+    route at all while no policy wakes on request or carries the routes finalizer (none can carry a record)."""
     if settings.dry_run:
         return RoutesDone()
     waker = hr.Waker(namespace=settings.own_namespace or "nsscaler")
     opted = decide.opted_in(decision.plan.held_by, snapshot.policies)
+    policies = [*snapshot.policies, *snapshot.leaving]
     done = RoutesDone()
+    if not decide.sweep_needed(opted, policies):
+        return done
     give_up = time.monotonic() + settings.restore_wait_in_run
     try:
         routes = _routes(kube, opted)
@@ -80,19 +86,56 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
             recorded = {r["metadata"]["namespace"] for r in routes if hr.record_of(r) is not None}
             candidates = sorted(recorded - set(opted))
             plan = decide.plan_routes(routes, opted=opted, ready=_awake(kube, snapshot, candidates), waker=waker)
-            if (plan.steps or plan.grants or plan.ungrants) and not may_write():
+            adding = decide.finalizers_to_add(plan, policies)
+            if (plan.steps or plan.grants or plan.ungrants or adding) and not may_write():
                 break
-            _carry_out(kube, plan, waker, done)
+            finalized = _finalize(kube, policies, adding, done, add=True)
+            plan = replace(plan, steps=[st for st in plan.steps if st.verb != "point" or st.policy not in adding
+                                        or st.policy in finalized])
+            restored = _carry_out(kube, plan, waker, done)
+            leaving = decide.finalizers_to_remove(routes, policies, restored=restored,
+                                                  pointed_by={st.policy for st in plan.steps if st.verb == "point"})
+            if leaving and may_write():
+                _finalize(kube, policies, leaving, done, add=False)
             if not plan.waiting or time.monotonic() + POLL_SECONDS > give_up:
                 break
             time.sleep(POLL_SECONDS)
             routes = [r for r in _routes(kube, {}) or [] if r["metadata"]["namespace"] in plan.waiting]
+            policies = [p for p in policies if p.name not in leaving]
     except ApiError as exc:
         done.problems.append(f"HTTPRoutes: {exc}")
+    for problem in done.problems:
+        log.warning(problem, extra={"event": "routes"})
     return done
 
 
-def _carry_out(kube: Kube, plan: decide.RoutePlan, waker: hr.Waker, done: RoutesDone) -> None:
+def _finalize(kube: Kube, policies: Sequence[Policy | InvalidPolicy], names: Sequence[str], done: RoutesDone, *,
+              add: bool) -> set[str]:
+    """Add (or remove) the routes finalizer on each policy named, conditioned on the resourceVersion read: a
+    policy changed since is left to the next run. The names done."""
+    by_name = {p.name: p for p in policies}
+    changed = set()
+    for name in names:
+        life = by_name[name].life
+        kept = [f for f in life.finalizers if f != FINALIZER_ROUTES]
+        try:
+            kube.patch(version=policy_api.API_VERSION, plural=policy_api.PLURAL, namespace=None, name=name,
+                       dry_run=False, body={"metadata": {"resourceVersion": life.resource_version,
+                                                         "finalizers": [*kept, FINALIZER_ROUTES] if add else kept}})
+        except ApiError as exc:  # a Conflict too: the policy changed since it was read
+            if add:
+                done.problems.append(f"NSScaler {name}: could not add the finalizer {FINALIZER_ROUTES} ({exc}); its "
+                                     f"routes are left as they are")
+            continue
+        changed.add(name)
+        log.info("%s the routes finalizer %s NSScaler %s", "added" if add else "removed", "to" if add else "from",
+                 name, extra={"event": "route-finalizer", "policy": name})
+    return changed
+
+
+def _carry_out(kube: Kube, plan: decide.RoutePlan, waker: hr.Waker, done: RoutesDone) -> set[tuple[str, str]]:
+    """The plan's writes; returns the routes restored."""
+    restored: set[tuple[str, str]] = set()
     done.problems.extend(plan.problems)
     granted = set()
     for ns in plan.grants:
@@ -119,6 +162,8 @@ def _carry_out(kube: Kube, plan: decide.RoutePlan, waker: hr.Waker, done: Routes
             done.problems.append(f"{step.verb} {step.ref}: {exc}")
             continue
         done.changed.append(f"{step.verb} {step.ref}")
+        if step.verb == "restore":
+            restored.add((step.namespace, step.name))
         log.info("%s %s (%s)", "pointed at the waker:" if step.verb == "point" else "restored:", step.ref,
                  step.policy, extra={"event": f"route-{step.verb}", "namespace": step.namespace})
     for ns in plan.ungrants:
@@ -128,3 +173,4 @@ def _carry_out(kube: Kube, plan: decide.RoutePlan, waker: hr.Waker, done: Routes
         except ApiError as exc:
             if exc.status != 404:
                 done.problems.append(f"ReferenceGrant {waker.namespace}/{hr.grant_name(ns)}: {exc}")
+    return restored

@@ -12,6 +12,9 @@ Rules, in order:
    waker answers and its page polls. Its namespace's grant goes once no route there keeps a record.
 3. A route already pointed (a record) while its namespace is still held is left as it is; so is one whose
    record is malformed, which is a problem naming it (restore it by hand, or delete the annotation).
+4. A policy gets nsscaler's routes finalizer before the first route it points, and keeps it while any route
+   carries a record it wrote: deleted, it stays until those routes are back, and a run looks for records only
+   while some policy wakes on request or carries the finalizer (`sweep_needed`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, Literal
 
 from job.model.kinds.httproute import Waker, frozen_rules, record, record_of, restored_rules, rules_of
 from job.model.kinds.kind import MalformedRecord
-from job.model.marks import ANNOTATION_ORIGINAL_RULES, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.marks import ANNOTATION_ORIGINAL_RULES, ANNOTATION_SCALED_BY, FINALIZER_ROUTES, LABEL_SCALED
 from job.model.policy import InvalidPolicy, Policy
 from job.model.workloads import Workload
 
@@ -117,3 +120,26 @@ def plan_routes(routes: Sequence[dict[str, Any]], *, opted: Mapping[str, str], r
         kept.setdefault(ns, False)
     plan.ungrants.extend(ns for ns, keeps in sorted(kept.items()) if not keeps)
     return plan
+
+
+def sweep_needed(opted: Mapping[str, str], policies: Iterable[Policy | InvalidPolicy]) -> bool:
+    """Whether any route can carry a record or must be pointed (rule 4): a held namespace opted in, or a policy
+    (valid, invalid or leaving) that carries the finalizer. Otherwise the run reads no route at all."""
+    return bool(opted) or any(FINALIZER_ROUTES in p.life.finalizers for p in policies)
+
+
+def finalizers_to_add(plan: RoutePlan, policies: Iterable[Policy | InvalidPolicy]) -> list[str]:
+    """The policies that point a route this run and do not carry the finalizer yet (rule 4), by name."""
+    carrying = {p.name for p in policies if FINALIZER_ROUTES in p.life.finalizers}
+    return sorted({s.policy for s in plan.steps if s.verb == "point"} - carrying)
+
+
+def finalizers_to_remove(routes: Sequence[dict[str, Any]], policies: Iterable[Policy | InvalidPolicy], *,
+                         restored: Iterable[tuple[str, str]], pointed_by: Iterable[str]) -> list[str]:
+    """The policies carrying the finalizer whose every route is back: no route read keeps a record it wrote,
+    once the routes `restored` this run are counted back (rule 4), by name."""
+    back = set(restored)
+    keeping = {str((r["metadata"].get("annotations") or {}).get(ANNOTATION_SCALED_BY, "")) for r in routes
+               if record_of(r) is not None and (r["metadata"]["namespace"], r["metadata"]["name"]) not in back}
+    keeping |= set(pointed_by)
+    return sorted(p.name for p in policies if FINALIZER_ROUTES in p.life.finalizers and p.name not in keeping)

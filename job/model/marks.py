@@ -57,3 +57,7 @@ WAKER_PORT = 8080
 #: on a Wake the waker created: the request that woke the namespace (`GET host/path`); `requestedBy` is the waker's
 #: own identity, which admission checks
 ANNOTATION_WAKE_REQUEST = f"{DOMAIN}/request"
+#: on an NSScaler whose policy points routes at the waker: it stays, if deleted, until every route it pointed has
+#: come back. A run reads HTTPRoutes only while some policy wakes on request or carries it: otherwise none can
+#: carry a record, and the run that finds nothing to do pays no request for routes
+FINALIZER_ROUTES = f"{DOMAIN}/routes"

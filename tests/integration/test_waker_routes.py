@@ -17,6 +17,7 @@ from devtools.builders import AdminApi
 from job.model.marks import (
     ANNOTATION_ORIGINAL_RULES,
     ANNOTATION_SCALED_BY,
+    FINALIZER_ROUTES,
     HEADER_NAMESPACE,
     LABEL_SCALED,
     WAKER_PORT,
@@ -76,6 +77,7 @@ def test_a_held_namespace_s_routes_point_at_the_waker_with_the_record_in_the_sam
     assert header["set"] == [{"name": HEADER_NAMESPACE, "value": held}]  # set: a client's own value is replaced
     assert header["add"] == [{"name": "X-App", "value": "shop"}]  # the route's own filter kept
     assert redirect == before["spec"]["rules"][1]
+    assert FINALIZER_ROUTES in api.get("NSScaler", f"{prefix}p")["metadata"]["finalizers"]  # before the route
     grant = api.get("ReferenceGrant", f"nsscaler-waker-from-{held}", sys_ns)
     assert grant["spec"]["from"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": held}]
     assert api.get("HTTPRoute", "shop", prefix + "v2")["metadata"]["resourceVersion"] == \
@@ -102,6 +104,35 @@ def test_a_held_namespace_s_routes_point_at_the_waker_with_the_record_in_the_sam
     assert ANNOTATION_ORIGINAL_RULES not in (after["metadata"].get("annotations") or {})
     assert LABEL_SCALED not in (after["metadata"].get("labels") or {})
     assert not api.exists("ReferenceGrant", f"nsscaler-waker-from-{held}", sys_ns)
+    assert FINALIZER_ROUTES not in (api.get("NSScaler", f"{prefix}p")["metadata"].get("finalizers") or [])
+
+
+def test_a_deleted_policy_stays_until_the_routes_it_pointed_are_back(api: AdminApi, prefix: str,
+                                                                     run_job: Any) -> None:
+    """Deleting a policy that pointed routes does not leave them pointed at the waker: the routes finalizer keeps
+    the NSScaler (being deleted, it holds nothing) until a run has given its workloads back and, once they are
+    available, its routes; then the NSScaler goes."""
+    held, sys_ns = shop(api, prefix, on_request=True)
+    before = api.get("HTTPRoute", "shop", held)
+    frozen = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert frozen.exit_code == 0, frozen.stderr
+    assert ANNOTATION_ORIGINAL_RULES in api.get("HTTPRoute", "shop", held)["metadata"]["annotations"]
+
+    api.delete("NSScaler", f"{prefix}p")
+    assert api.get("NSScaler", f"{prefix}p")["metadata"]["deletionTimestamp"]  # kept by the finalizer
+    woken = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert woken.exit_code == 0, woken.stderr
+    assert api.replicas("Deployment", held, "web") == 1  # a policy being deleted holds nothing
+    assert api.exists("NSScaler", f"{prefix}p")  # its route still waits for the workloads
+
+    ready_pods(api, held, "app=web")
+    builders.wait_until(lambda: (api.get("Deployment", "web", held).get("status") or {}).get(
+        "availableReplicas") == 1, timeout=60, what="the Deployment controller to count web available")
+    last = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert last.exit_code == 0, last.stderr
+    assert api.get("HTTPRoute", "shop", held)["spec"] == before["spec"]
+    builders.wait_until(lambda: not api.exists("NSScaler", f"{prefix}p"), timeout=30,
+                        what="the deleted NSScaler to go once its routes are back")
 
 
 def test_a_held_namespace_whose_policy_does_not_wake_on_request_keeps_its_routes(
