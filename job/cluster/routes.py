@@ -36,6 +36,8 @@ class RoutesDone:
 
     changed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: awake namespaces whose routes still wait for their workloads when the stage ended
+    waiting: list[str] = field(default_factory=list)
 
 
 def _routes(kube: Kube, opted: dict[str, str]) -> list[dict[str, Any]] | None:
@@ -98,6 +100,7 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
             if leaving and may_write():
                 _finalize(kube, policies, leaving, done, add=False)
             if not plan.waiting or time.monotonic() + POLL_SECONDS > give_up:
+                done.waiting[:] = plan.waiting
                 break
             time.sleep(POLL_SECONDS)
             routes = [r for r in _routes(kube, {}) or [] if r["metadata"]["namespace"] in plan.waiting]
