@@ -19,6 +19,7 @@ from job.errors import ApiError, Conflict
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.kinds import Kind
+from job.model.kinds import httproute as hr
 from job.model.marks import ANNOTATION_WAKE_REQUEST
 from job.waker.answer import Door, Request
 
@@ -96,3 +97,9 @@ def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str) -> str | 
                     extra={"event": "run-not-started", "namespace": woken})
         return None
     return str(job["metadata"]["name"])
+
+
+def routes_back(kube: Kube, namespace: str) -> bool:
+    """Whether no HTTPRoute of `namespace` still points at the waker (none keeps a record)."""
+    found = kube.list_all(version=hr.API_VERSION, plural=hr.PLURAL, namespace=namespace)
+    return not any(hr.record_of(r) is not None for r in found)

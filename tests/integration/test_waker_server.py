@@ -6,6 +6,7 @@ sets it; `tests/e2e/test_wake_on_request.py` sends them through a real gateway, 
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,14 @@ import pytest
 import requests
 
 from devtools import builders
-from devtools.builders import AdminApi
+from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
-from job.model.marks import ANNOTATION_WAKE_REQUEST, HEADER_NAMESPACE
+from job.model.marks import ANNOTATION_ORIGINAL_RULES, ANNOTATION_WAKE_REQUEST, HEADER_NAMESPACE
 from job.waker.actions import WAKE_NAME
+from tests.gateway import backend, gateway_crds, httproute
 from tests.waker_process import WakerProcess, waker
+
+__all__ = ["gateway_crds"]
 
 pytestmark = pytest.mark.usefixtures("crd", "wake_admission")
 BROWSER = {"Accept": "text/html,application/xhtml+xml", "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/140"}
@@ -120,3 +124,31 @@ def test_a_namespace_no_policy_wakes_on_request_is_refused_and_nothing_is_create
     assert refused.status_code == 404 and refused.json()["state"] == "refused"
     assert wakes(api, prefix + "xno") == []
     assert requests.get(process.url + "/", timeout=10).status_code == 400  # no header: not sent by a held route
+
+
+def ready_count(process: WakerProcess) -> int:
+    text = requests.get(process.url + "/metrics", timeout=10).text
+    return int(next(line.split()[-1] for line in text.splitlines()
+                    if line.startswith("nsscaler_waker_request_to_ready_seconds_count")))
+
+
+def test_the_waker_counts_its_wakes_and_the_time_until_the_namespace_s_routes_are_back(
+        api: AdminApi, world: tuple[str, WakerProcess], gateway_crds: None) -> None:
+    """The histogram observes a wake once the namespace's routes carry no record any more (what the run does
+    when it restores them; here by hand), not before: the time it observes is at least the time the route took."""
+    prefix, process = world
+    ns = prefix + "c"
+    api.create(httproute(ns, "shop", hostname="c.shop.example", rules=[{"backendRefs": [backend("web", 80)]}]))
+    api.patch("HTTPRoute", "shop", {"metadata": {"annotations": {ANNOTATION_ORIGINAL_RULES: "[]"}}}, ns)
+    asked = time.monotonic()
+    assert ask(process, ns).status_code == 503
+    assert ready_count(process) == 0
+    time.sleep(3)  # the route stays pointed at least this long: a lower bound for the time observed, not a wait
+    api.patch("HTTPRoute", "shop", {"metadata": {"annotations": {ANNOTATION_ORIGINAL_RULES: None}}}, ns)
+    back = time.monotonic() - asked
+    wait_until(lambda: ready_count(process) == 1, timeout=30, what="the waker to see the routes back")
+    text = requests.get(process.url + "/metrics", timeout=10).text
+    observed = float(next(line.split()[-1] for line in text.splitlines()
+                          if line.startswith("nsscaler_waker_request_to_ready_seconds_sum")))
+    assert observed >= back - 0.1, (observed, back)
+    assert 'nsscaler_waker_wakes_total{source="request"}' in text and 'nsscaler_waker_runs_started_total' in text

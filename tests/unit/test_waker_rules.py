@@ -13,6 +13,7 @@ from job.decide.routes import plan_routes
 from job.model.kinds.httproute import Waker, frozen_rules, restored_rules
 from job.model.marks import ANNOTATION_ORIGINAL_RULES, HEADER_NAMESPACE
 from job.waker.answer import RATE_SECONDS, Door, Request, decide
+from job.waker.metrics import WakerMetrics
 
 NOW = dt.datetime(2026, 12, 4, 12, tzinfo=dt.UTC)
 DOOR = Door("p", "2h", click=False)
@@ -103,3 +104,22 @@ def test_who_may_take_the_run_lease(obj: dict | None, gone: bool, held: bool) ->
 def test_taking_the_lease_counts_a_change_of_holder() -> None:
     spec = taken_spec(me="me", now=NOW, previous=lease("other", NOW))
     assert spec["holderIdentity"] == "me" and spec["leaseTransitions"] == 1
+
+
+def test_the_waker_s_metrics_are_prometheus_text_with_a_cumulative_histogram():
+    metrics = WakerMetrics()
+    metrics.requests[503] += 3
+    metrics.requests[404] += 1
+    metrics.wakes["request"] += 1
+    for seconds in (4.0, 12.5, 700.0, 2000.0):
+        metrics.ready.observe(seconds)
+    lines = metrics.text().splitlines()
+    assert 'nsscaler_waker_requests_total{code="503"} 3' in lines
+    assert 'nsscaler_waker_wakes_total{source="request"} 1' in lines
+    assert 'nsscaler_waker_wakes_total{source="click"} 0' in lines  # every source is there from the start
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="5"} 1' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="20"} 2' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="900"} 3' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="+Inf"} 4' in lines
+    assert "nsscaler_waker_request_to_ready_seconds_count 4" in lines
+    assert "nsscaler_waker_request_to_ready_seconds_sum 2716.500" in lines
