@@ -112,6 +112,25 @@ def from_waker(resp: requests.Response) -> bool:
     return resp.status_code == 503 and WAKER_HEADER in resp.headers
 
 
+def observed(api: AdminApi) -> dict[str, float]:
+    """The waker Pods' request-to-ready histograms, added up: {"count": n, "sum": seconds}."""
+    found = {"count": 0.0, "sum": 0.0}
+    for pod in api.list("Pod", NAMESPACE, labelSelector=f"app.kubernetes.io/name={WAKER}"):
+        ip = (pod.get("status") or {}).get("podIP")
+        text = requests.get(f"http://{ip}:8080/metrics", timeout=10).text if ip else ""
+        for line in text.splitlines():
+            for key in found:
+                if line.startswith(f"nsscaler_waker_request_to_ready_seconds_{key} "):
+                    found[key] += float(line.split()[-1])
+    return found
+
+
+def assert_route_back(api: AdminApi, ns: str, before: dict[str, Any]) -> None:
+    route = api.get("HTTPRoute", "shop", ns)
+    assert route["spec"] == before  # exactly as it was
+    assert ANNOTATION_ORIGINAL_RULES not in (route["metadata"].get("annotations") or {})
+
+
 def wake_runs(api: AdminApi) -> list[dict[str, Any]]:
     return [j for j in api.list("Job", NAMESPACE) if j["metadata"]["name"].startswith("nsscaler-wake-")]
 
@@ -177,8 +196,9 @@ def test_a_held_namespace_s_url_shows_the_waiting_page_wakes_it_and_the_same_bro
     (started,) = wake_runs(api)
     woken = job_result(control_plane, api, started["metadata"]["name"])
     assert woken.exit_code == 0, woken.log
-    route = api.get("HTTPRoute", "shop", held)
-    assert route["spec"] == before  # exactly as it was
-    assert ANNOTATION_ORIGINAL_RULES not in (route["metadata"].get("annotations") or {})
+    assert_route_back(api, held, before)
     assert via(port, host).status_code == 200  # a client that retried on 503 reaches the app now
+    wait_until(lambda: observed(api)["count"] == 1, timeout=60,
+               what="the waker that woke it to see its routes back")
+    figures.append(f"wake on request: request to ready as the waker observed it {observed(api)['sum']:.1f}s")
     assert api.get("HTTPRoute", "shop", untouched)["spec"] == untouched_before  # its policy did not opt in
