@@ -65,11 +65,14 @@ class WakerProcess:
 
 @contextlib.contextmanager
 def waker(api: AdminApi, plane: controlplane.ControlPlane, *, namespace: str, prefix: str,
-          workdir: Path) -> Iterator[WakerProcess]:
-    """The waker's RBAC and the job's CronJob in `namespace`, and the waker running as its ServiceAccount."""
-    install(api, [COMPONENT / "waker.yaml", COMPONENT / "waker-rbac.yaml"], namespace=namespace, prefix=prefix,
-            kinds=("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"))
-    install(api, [BASE / "cronjob.yaml"], namespace=namespace, prefix=prefix, kinds=("CronJob",))
+          workdir: Path, install_rbac: bool = True) -> Iterator[WakerProcess]:
+    """The waker's RBAC and the job's CronJob in `namespace`, and the waker running as its ServiceAccount
+    (`install_rbac=False`: a second replica, beside one that installed them); once it watches Wakes."""
+    if install_rbac:
+        install(api, [COMPONENT / "waker.yaml", COMPONENT / "waker-rbac.yaml"], namespace=namespace, prefix=prefix,
+                kinds=("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"))
+        install(api, [BASE / "cronjob.yaml"], namespace=namespace, prefix=prefix, kinds=("CronJob",))
+    workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig = plane.service_account_kubeconfig(workdir / "waker-kubeconfig", namespace, "nsscaler-waker")
     port = free_port()
     log = workdir / "waker.log"
@@ -81,6 +84,8 @@ def waker(api: AdminApi, plane: controlplane.ControlPlane, *, namespace: str, pr
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: requests.get(f"{url}/healthz", timeout=2).ok, timeout=60, what="the waker to answer")
+        wait_until(lambda: "watching Wakes" in log.read_text(errors="replace"), timeout=60,
+                   what="the waker to watch Wakes")
         yield WakerProcess(url, proc, log, f"system:serviceaccount:{namespace}:nsscaler-waker")
     finally:
         proc.terminate()
@@ -88,5 +93,5 @@ def waker(api: AdminApi, plane: controlplane.ControlPlane, *, namespace: str, pr
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-        for kind in ("ClusterRoleBinding", "ClusterRole"):
+        for kind in ("ClusterRoleBinding", "ClusterRole") if install_rbac else ():
             api.delete(kind, f"{prefix}nsscaler-waker")

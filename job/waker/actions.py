@@ -76,15 +76,17 @@ def wake(kube: Kube, namespace: str, door: Door, request: Request, *, identity: 
     return True
 
 
-def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str) -> str | None:
+def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str, wake_uid: str | None = None) -> str | None:
     """A Job from the CronJob's template, at once (the run's Lease keeps it from writing beside another run); its
-    name, or None when the CronJob cannot be read or the Job not created (the schedule then does it)."""
+    name, or None when the CronJob cannot be read or the Job not created (the schedule then does it). For a
+    Wake's `wake_uid`, the Job is named after it: both waker replicas see the Wake, and one Job starts."""
     try:
         cron = kube.get(version="batch/v1", plural="cronjobs", namespace=namespace, name=cronjob)
         template = cron["spec"]["jobTemplate"]
         meta = template.get("metadata") or {}
         body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-            "generateName": f"{cronjob}-wake-", "namespace": namespace,
+            **({"name": f"{cronjob}-wake-{wake_uid[:13]}"} if wake_uid else {"generateName": f"{cronjob}-wake-"}),
+            "namespace": namespace,
             "labels": {**(meta.get("labels") or {}), "app.kubernetes.io/component": "wake-run"},
             "annotations": {**(meta.get("annotations") or {}), "cronjob.kubernetes.io/instantiate": "manual",
                             ANNOTATION_WAKE_REQUEST: f"woken namespace {woken}"},
@@ -92,6 +94,8 @@ def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str) -> str | 
                                  "uid": cron["metadata"]["uid"], "controller": False}]},
             "spec": {**template["spec"], "ttlSecondsAfterFinished": 600}}
         job = kube.create(version="batch/v1", plural="jobs", namespace=namespace, body=body)
+    except Conflict:  # the other replica started it
+        return None
     except (ApiError, KeyError, TypeError) as exc:
         log.warning("could not start a run at once (the CronJob's schedule will): %s", exc,
                     extra={"event": "run-not-started", "namespace": woken})

@@ -1,7 +1,8 @@
 """What the waker counts, in the Prometheus text format on `GET /metrics` (pure: no client library, no I/O).
 
-Per replica, since its start: requests by the status answered, Wakes created by source (`request`: any request
-woke it; `click`: the page's button), runs started at once, errors of its API calls, and the histogram of the
+Per replica, since its start: requests by the status answered, wakes by source (`request`: any request woke it;
+`click`: the page's button; `person`: a Wake someone created, which the waker started a run for), runs started
+at once, errors of its API calls, and the histogram of the
 time from the request that woke a namespace to the moment its routes were back (the app answers from then on).
 """
 
@@ -46,10 +47,10 @@ class WakerMetrics:
         lines = ["# HELP nsscaler_waker_requests_total Requests the waker answered, by status code.",
                  "# TYPE nsscaler_waker_requests_total counter"]
         lines += [f'nsscaler_waker_requests_total{{code="{code}"}} {n}' for code, n in sorted(self.requests.items())]
-        lines += ["# HELP nsscaler_waker_wakes_total Wakes the waker created, by what woke the namespace.",
+        lines += ["# HELP nsscaler_waker_wakes_total Wakes, by what woke the namespace (person: someone wrote it).",
                   "# TYPE nsscaler_waker_wakes_total counter"]
         lines += [f'nsscaler_waker_wakes_total{{source="{source}"}} {self.wakes[source]}'
-                  for source in sorted({"request", "click", *self.wakes})]
+                  for source in sorted({"request", "click", "person", *self.wakes})]
         lines += ["# HELP nsscaler_waker_runs_started_total Runs started at once (Jobs from the CronJob).",
                   "# TYPE nsscaler_waker_runs_started_total counter", f"nsscaler_waker_runs_started_total {self.runs}",
                   "# HELP nsscaler_waker_api_errors_total API calls of the waker that failed.",

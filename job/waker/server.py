@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -23,7 +25,7 @@ from job.cluster.kube import Kube
 from job.errors import ApiError
 from job.model.marks import HEADER_NAMESPACE
 from job.model.policy import Policy, parse_duration
-from job.waker import actions
+from job.waker import actions, follow
 from job.waker.answer import RETRY_AFTER_SECONDS, Answer, Door, Request, decide
 from job.waker.metrics import WakerMetrics
 from job.waker.page import WAKER_HEADER, json_body, page
@@ -98,6 +100,25 @@ class Waker:
             self.metrics.runs += 1
             log.info("started run %s for %s", job, ns, extra={"event": "run-started", "namespace": ns, "job": job})
 
+    async def following(self, _app: web.Application) -> AsyncIterator[None]:
+        """While the server runs: a person's new Wake starts a run at once (`job.waker.follow`)."""
+        stop = threading.Event()
+        thread = threading.Thread(target=follow.new_wakes, name="wakes", daemon=True, kwargs={
+            "kube": self.kube, "identity": self.identity, "on_new": self._person_woke, "stop": stop})
+        thread.start()
+        yield
+        stop.set()
+
+    def _person_woke(self, wake: dict[str, Any]) -> None:
+        meta = wake.get("metadata") or {}
+        job = actions.start_run(self.kube, namespace=self.namespace, cronjob=self.cronjob,
+                                woken=str(meta.get("namespace")), wake_uid=str(meta.get("uid") or "") or None)
+        if job:
+            self.metrics.runs += 1
+            self.metrics.wakes["person"] += 1
+            log.info("started run %s for the Wake %s/%s", job, meta.get("namespace"), meta.get("name"),
+                     extra={"event": "run-started", "namespace": meta.get("namespace"), "job": job})
+
     async def _until_ready(self, namespace: str, asked: float) -> None:
         """Observe the time from the waking request to the namespace's routes being back."""
         while time.monotonic() - asked < READY_WAIT_SECONDS:
@@ -133,6 +154,7 @@ class Waker:
 def app(waker: Waker) -> web.Application:
     application = web.Application()
     application.router.add_route("*", "/{tail:.*}", waker.handle)
+    application.cleanup_ctx.append(waker.following)
     return application
 
 

@@ -152,3 +152,21 @@ def test_the_waker_counts_its_wakes_and_the_time_until_the_namespace_s_routes_ar
                           if line.startswith("nsscaler_waker_request_to_ready_seconds_sum")))
     assert observed >= back - 0.1, (observed, back)
     assert 'nsscaler_waker_wakes_total{source="request"}' in text and 'nsscaler_waker_runs_started_total' in text
+
+
+def test_a_wake_a_person_writes_starts_a_run_at_once_one_job_for_both_replicas(
+        api: AdminApi, control_plane: controlplane.ControlPlane, world: tuple[str, WakerProcess],
+        tmp_path: Path) -> None:
+    """A second waker process stands for the Deployment's second replica: both see the Wake (their watch), and
+    the Job named after it starts once."""
+    prefix, process = world
+    ns, sys_ns = prefix + "d", prefix + "sys"
+    with waker(api, control_plane, namespace=sys_ns, prefix=prefix + "2", workdir=tmp_path / "second",
+               install_rbac=False) as second:
+        created = api.create(builders.wake(ns, "1h", requestedBy="nsscaler-test-admin", reason="working on it"))
+        uid = created["metadata"]["uid"]
+        wait_until(lambda: any(j["metadata"]["name"] == f"nsscaler-wake-{uid[:13]}" for j in runs(api, sys_ns)),
+                   timeout=30, what="the run a person's Wake starts")
+        assert len(runs(api, sys_ns)) == 1
+        person = [requests.get(p.url + "/metrics", timeout=10).text for p in (process, second)]
+        assert sum('nsscaler_waker_wakes_total{source="person"} 1' in text for text in person) == 1, person
