@@ -49,6 +49,7 @@ _PATHS = {
                                          "validatingadmissionpolicybindings", False),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
     "Service": ("/api/v1", "services", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
     "GatewayClass": ("/apis/gateway.networking.k8s.io/v1", "gatewayclasses", False),
     "Gateway": ("/apis/gateway.networking.k8s.io/v1", "gateways", True),
