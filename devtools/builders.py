@@ -307,6 +307,20 @@ def on_node(workload: dict[str, Any], image: str, *, node_selector: dict[str, st
     return workload
 
 
+def web_app(ns: str, image: str, *, page: str) -> list[dict[str, Any]]:
+    """Deployment `web` on the local node (one busybox httpd Pod serving `page`, Ready once it answers) and its
+    Service `web:80`."""
+    script = (f"/bin/busybox mkdir -p /www && echo '{page}' > /www/index.html && "
+              "exec /bin/busybox httpd -f -p 8080 -h /www")
+    workload = on_node(deployment(ns, "web", 1), image)
+    (box,) = workload["spec"]["template"]["spec"]["containers"]
+    box.update(command=["/bin/busybox", "sh", "-c", script], ports=[{"name": "http", "containerPort": 8080}],
+               readinessProbe={"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1, "failureThreshold": 1})
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
+               "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}
+    return [workload, service]
+
+
 def mixed_requests(prefix: str) -> list[dict[str, Any]]:
     """A family whose held namespaces (`v2`, `v3`; `v1` stays active) run workloads with every way of asking
     for resources, in creation order: no requests, CPU only, memory + a GPU (extended resources need no node
