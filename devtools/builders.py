@@ -6,6 +6,7 @@ product's API layer: tests set the scene and read the outcome with it, and run n
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -346,3 +347,13 @@ def mixed_requests(prefix: str) -> list[dict[str, Any]]:
         with_pod_spec(deployment(v3, "d-kata", 2), runtimeClassName=kata,
                       containers=[container("app", requests={"cpu": "500m", "memory": "256Mi"})]),
     ]
+
+
+def end(proc: subprocess.Popen[Any], *, grace: float = 20.0) -> None:
+    """Stop a helper process the tests started: SIGTERM, then SIGKILL if it has not exited within `grace`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

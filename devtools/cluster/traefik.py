@@ -28,7 +28,7 @@ from pathlib import Path
 
 import requests
 
-from devtools.builders import AdminApi, wait_until
+from devtools.builders import AdminApi, end, wait_until
 from devtools.cluster import tools
 from devtools.cluster.controlplane import free_ports
 from devtools.cluster.versions import cache_root
@@ -151,11 +151,7 @@ def gateway(api: AdminApi, kubeconfig: Path, *, namespace: str, class_name: str,
         wait_until(lambda: requests.get(f"http://127.0.0.1:{ping}/ping", timeout=2).ok, timeout=60, what="Traefik")
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        end(proc, grace=30)
         api.delete("GatewayClass", class_name)
 
 

@@ -24,7 +24,7 @@ import yaml
 
 from devtools import builders
 from devtools import metrics_component as mc
-from devtools.builders import AdminApi, wait_until
+from devtools.builders import AdminApi, end, wait_until
 from devtools.cluster import controlplane
 from tests.conftest import ROOT, apply_manifest, built_tool, kubectl, make_family
 
@@ -103,12 +103,7 @@ def ksm(control_plane, api: AdminApi, crd, ksm_binary, tmp_path_factory) -> Iter
                    what=f"kube-state-metrics to serve (log: {log})")
         yield running
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end(proc, grace=10)
 
 
 def _seconds(timestamp: str) -> float:
