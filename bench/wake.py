@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -107,7 +108,8 @@ def measure(plane: controlplane.ControlPlane, api: AdminApi, port: int, reps: in
 def report(found: dict[str, list[float]], reps: int) -> str:
     lines = [f"# Wake on request: request to ready on a real node ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)", "",
              f"{reps} repetitions each; seconds from the first request (waker) or the Wake's creation (schedule) "
-             "to the app's first answer through the gateway.", "",
+             "to the app's first answer through the gateway. Load average at the end: "
+             f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores).", "",
              "| path | median | worst | all |", "|---|---|---|---|"]
     for path, times in found.items():
         lines.append(f"| {path} | {statistics.median(times):.1f} s | {max(times):.1f} s | "
