@@ -302,7 +302,7 @@ def test_the_waker_panels_evaluate_over_the_waker_s_own_metrics() -> None:
     """promtool evaluates the waker's panels over what the waker's own code serves, scraped every minute for ten
     minutes while it woke a namespace each minute (ready after 4 s): each query returns its series."""
     metrics, scraped = WakerMetrics(), []
-    for minute in range(11):
+    for _minute in range(11):
         scraped.append(metrics.text())
         metrics.requests[503] += 3
         metrics.wakes["request"] += 1
