@@ -283,13 +283,7 @@ def _dashboard_and_docs_queries_evaluate_over(samples: list[Sample], *, policy: 
                "eval_time": f"{HOURS}h", "exp_samples": [{"labels": f'{{policy="{policy}"}}', "value": core_hours}]},
               {"expr": questions["What did that save, at a price I set?"], "eval_time": f"{HOURS}h",
                "exp_samples": [{"labels": f'{{policy="{policy}"}}', "value": core_hours * 0.031 + gib_hours * 0.004}]}]
-    with tempfile.TemporaryDirectory() as tmp:
-        test_file = Path(tmp) / "queries_test.yaml"
-        test_file.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1h", "tests": [
-            {"interval": "1h", "input_series": series, "promql_expr_test": tests}]}, sort_keys=False))
-        result = subprocess.run([str(built_tool("promtool")), "test", "rules", str(test_file)],
-                                capture_output=True, text=True, timeout=120, check=False)
-        assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+    promtool_passes(series, tests, interval="1h")
     assert len(exprs) >= 15 and len(questions) == 9 and len(series) > 20, (len(exprs), len(questions), len(series))
 
 
@@ -322,15 +316,20 @@ def test_the_waker_panels_evaluate_over_the_waker_s_own_metrics() -> None:
               "exp_samples": [{"labels": "{}", "value": expected.get(legend, 1)}]} for expr, legend in exprs.items()]
     tests.append({"expr": exprs_by_legend(exprs, "median"), "eval_time": "10m",
                   "exp_samples": [{"labels": "{}", "value": 2.5}]})  # every one in the bucket (0, 5]: interpolated
-    with tempfile.TemporaryDirectory() as tmp:
-        test_file = Path(tmp) / "waker_test.yaml"
-        test_file.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": [
-            {"interval": "1m", "input_series": series, "promql_expr_test": tests}]}, sort_keys=False))
-        result = subprocess.run([str(built_tool("promtool")), "test", "rules", str(test_file)],
-                                capture_output=True, text=True, timeout=120, check=False)
-        assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+    promtool_passes(series, tests, interval="1m")
     assert len(panels) == 2 and len(exprs) == 4
 
 
 def exprs_by_legend(exprs: dict[str, str], legend: str) -> str:
     return next(expr for expr, shown in exprs.items() if shown == legend)
+
+
+def promtool_passes(series: list[dict[str, str]], tests: list[dict[str, Any]], *, interval: str) -> None:
+    """`promtool test rules` of `tests` over `series` sampled every `interval` passes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        test_file = Path(tmp) / "queries_test.yaml"
+        test_file.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": interval, "tests": [
+            {"interval": interval, "input_series": series, "promql_expr_test": tests}]}, sort_keys=False))
+        result = subprocess.run([str(built_tool("promtool")), "test", "rules", str(test_file)],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
