@@ -1,7 +1,7 @@
 """What a run reads before it decides: policies, kinds (discovery), access, namespaces, workloads, autoscalers.
 
 The reads cost the same however many workloads there are: the NSScalers, the CRDs (only when a policy
-names a custom kind), one SelfSubjectRulesReview, the namespaces, the Wakes (one LIST), per kind one metadata-only LIST
+names a custom kind), the namespaces, the Wakes (one LIST), per kind one metadata-only LIST
 (cluster-wide, or, when the family is a small part of the cluster, our records cluster-wide and the rest per
 family namespace: `job.decide.listing`),
 whole objects only for the workloads a decision needs and metadata cannot settle, and, only in a run
