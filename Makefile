@@ -10,9 +10,10 @@ OVERLAY ?= prod
 NAMESPACE ?= nsscaler
 JOB ?= nsscaler-manual-$(shell date +%s)
 PYTEST_ARGS ?=
-#: what a real node needs from Debian (`make node-deps`, as root)
+#: what a real node needs from Debian (`make node-deps`, as root), and the browser of the node tier's
+#: wake-on-request test (Debian's headless chromium and its driver)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack buildah mmdebstrap busybox-static \
-	gcc libc6-dev
+	gcc libc6-dev chromium chromium-driver
 
 .DEFAULT_GOAL := help
 
@@ -64,7 +65,13 @@ package: chart helm ## the chart archive, dist/nsscaler-<version>.tgz (the versi
 metrics-manifests: install ## regenerate the metrics component's PrometheusRule and Helm values from its sources
 	$(BIN)/python -m devtools.metrics_component
 
-test: install control-plane metrics-tools ## the whole suite (unit, integration, e2e) against a real local control plane
+gateway-crds: install ## fetch the Gateway API CRDs Traefik pins, once (a module download), for the HTTPRoute tests
+	$(BIN)/python -m devtools.cluster.traefik --crds
+
+gateway-tools: gateway-crds ## build Traefik v3.6.12 once, for the wake-on-request test on the node (~10 min on 2 cores)
+	$(BIN)/python -m devtools.cluster.traefik
+
+test: install control-plane metrics-tools gateway-crds ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
 
 test-versions: install ## the compatibility suite against Kubernetes 1.34 to 1.37, each built once (cached, ~6 min each)
@@ -85,7 +92,7 @@ node-binaries: install control-plane ## build kubelet, kube-scheduler, kube-prox
 node-images: install node-deps ## (root) build the node's images offline: nsscaler, busybox, pause (cached)
 	$(BIN)/python -m devtools.cluster.images
 
-test-node: install node-binaries node-images ## (root) the node tier: the CronJob's own image on a real node
+test-node: install node-binaries node-images gateway-tools ## (root) the node tier: the CronJob's own image on a real node
 	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
 
 node-up: install node-binaries node-images ## (root) a control plane plus a Ready node (.cluster/kubeconfig)

@@ -39,6 +39,7 @@ _PATHS = {
     "Plain": ("/apis/test.nsscaler.io/v1", "plains", True),
     "NSScaler": (f"/apis/{NSSCALER_VERSION}", "nsscalers", False),
     "Wake": (f"/apis/{NSSCALER_VERSION}", "wakes", True),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
@@ -46,6 +47,14 @@ _PATHS = {
     "ValidatingAdmissionPolicy": ("/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", False),
     "ValidatingAdmissionPolicyBinding": ("/apis/admissionregistration.k8s.io/v1",
                                          "validatingadmissionpolicybindings", False),
+    "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
+    "Service": ("/api/v1", "services", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
+    "GatewayClass": ("/apis/gateway.networking.k8s.io/v1", "gatewayclasses", False),
+    "Gateway": ("/apis/gateway.networking.k8s.io/v1", "gateways", True),
+    "HTTPRoute": ("/apis/gateway.networking.k8s.io/v1", "httproutes", True),
+    "ReferenceGrant": ("/apis/gateway.networking.k8s.io/v1beta1", "referencegrants", True),
 }
 
 

@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 
+from job.cluster import routes
 from job.cluster.access import custom_kinds, preflight
 from job.cluster.kube import Kube
 from job.decide import release as release_api
@@ -37,6 +38,8 @@ class ReleaseReport:
     results: list[ActionResult] = field(default_factory=list)
     left: list[Left] = field(default_factory=list)
     passes: int = 0
+    #: routes still pointed at the waker, each with why
+    routes_left: list[str] = field(default_factory=list)
 
     @property
     def restored(self) -> int:
@@ -45,7 +48,7 @@ class ReleaseReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.left else 0
+        return 1 if self.left or self.routes_left else 0
 
 
 def _released(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
@@ -53,7 +56,9 @@ def _released(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
     with the policies then released."""
     snapshot = read_snapshot(kube, settings, now=now)
     wait = dt.timedelta(seconds=settings.restore_wait_in_run)
-    return replace(snapshot, policies=release_api.released(snapshot.policies, now=now, wait=wait))
+    # every policy, as it is, is also leaving: its routes finalizer says whether routes may still be pointed
+    return replace(snapshot, policies=release_api.released(snapshot.policies, now=now, wait=wait),
+                   leaving=(*snapshot.policies, *snapshot.leaving))
 
 
 def _sends(decision: Decision) -> bool:
@@ -88,10 +93,15 @@ def release(kube: Kube, settings: Settings, *, now: dt.datetime) -> ReleaseRepor
         snapshot, decision = _decided(kube, _released(kube, settings, now=at), settings=settings, now=at)
     found = release_api.left(snapshot.workloads, namespaces=snapshot.namespaces, results=results,
                              problems=decision.problems, waits=decision.plan.waits)
+    # the routes pointed at the waker come back once their namespaces are awake, and the finalizers go
+    followed = routes.follow_holds(kube, snapshot, decision, settings=settings)
     if settings.dry_run:  # what a dry run would give back is not left
         would = {r.action.workload.ref for r in results if r.outcome == "dry-run"}
         found = [item for item in found if item.ref not in would]
-    return ReleaseReport(started=now, dry_run=settings.dry_run, results=results, left=found, passes=passes)
+    pointed = [f"the HTTPRoutes of {ns} still point at the waker: its workloads are not available yet"
+               for ns in followed.waiting]
+    return ReleaseReport(started=now, dry_run=settings.dry_run, results=results, left=found, passes=passes,
+                         routes_left=[*followed.problems, *pointed])
 
 
 def log_report(report: ReleaseReport) -> None:
@@ -100,13 +110,15 @@ def log_report(report: ReleaseReport) -> None:
         log.error("left frozen: %s: %s", item.ref, item.why,
                   extra={"event": "release-left", "namespace": item.workload.namespace,
                          "kind": item.workload.kind.value, "workload": item.workload.name, "why": item.why})
+    for why in report.routes_left:
+        log.error("left pointed at the waker: %s", why, extra={"event": "release-left-route"})
     failed = sum(1 for r in report.results if r.outcome == "failed")
     verb = "would give back" if report.dry_run else "gave back"
     text = (f"release {verb} {report.restored} workloads in {report.passes} passes; "
             f"{len(report.left)} still frozen" + (f", {failed} writes failed" if failed else ""))
     fields = {"event": "release", "restored": report.restored, "left": len(report.left), "failed": failed,
               "passes": report.passes, "exit_code": report.exit_code}
-    if report.left:
+    if report.left or report.routes_left:
         log.error("%s: nsscaler is NOT released; fix what is named above and run the release again", text,
                   extra=fields)
     else:

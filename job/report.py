@@ -75,6 +75,7 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "phase_requests": report.phase_requests,
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
+        "lease_held_by": report.lease_held_by,
     }
     requests = " ".join(f"{verb}={n}" for verb, n in report.requests.items())
     text = (f"run finished: {fields['policies']} policies ({fields['invalid']} invalid), froze {fields['frozen']}, "

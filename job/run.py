@@ -16,12 +16,12 @@ import datetime as dt
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from job.cluster import census as census_api
-from job.cluster import read
-from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight
+from job.cluster import lease, read, routes
+from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
@@ -60,6 +60,8 @@ class RunReport:
     finished: dt.datetime | None = None
     #: responses 429 (Too Many Requests: API Priority and Fairness queued the run out), each retried
     throttled: int = 0
+    #: who held the run Lease all the while this run could wait: it then read and wrote nothing (exit 0)
+    lease_held_by: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -89,8 +91,32 @@ class _Stages:
         self.requests[name], self.sent = total - self.sent, total
 
 
+#: how long a run waits at most while another run holds the run Lease
+LEASE_WAIT = 60.0
+
+
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
-    """Reconcile every NSScaler once. Raises StartupError when the run cannot start at all."""
+    """Reconcile every NSScaler once. One run writes at a time across the cluster: a run that has something to
+    write takes the run Lease first (`job.decide.lease`), waiting at most `LEASE_WAIT` seconds (never past the soft
+    deadline: by then it could write nothing anyway) while another run holds it; if the other run holds it all
+    that while, this one writes nothing and says who holds it (exit 0: the holder does the work). A run that finds
+    nothing to do never asks for the Lease. Raises StartupError when the run cannot start at all."""
+    wait = min(LEASE_WAIT, settings.soft_deadline or LEASE_WAIT)
+    run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait)
+    try:
+        return _run(kube, settings, now=now, run_lease=run_lease)
+    finally:
+        run_lease.give_back()
+
+
+def _may_write(kube: Kube, run_lease: lease.RunLease) -> bool:
+    try:
+        return run_lease.ensure()
+    except ApiError as exc:
+        raise startup_error(kube, exc) from None
+
+
+def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.RunLease) -> RunReport:
     stages = _Stages(kube)
     stop_at = None if settings.soft_deadline is None else time.monotonic() + settings.soft_deadline
     report = RunReport(started=now, dry_run=settings.dry_run, phases=stages.seconds,
@@ -99,18 +125,29 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
         snapshot = read_snapshot(kube, settings, now=now)
         stages.done("read")
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
-        stages.done("decide")
         if any(decision.steps) or decision.needs:  # a run that writes: what it lacks is named before its first write
             preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
+        if not settings.dry_run and any(decision.steps):
+            if not _may_write(kube, run_lease):
+                log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it",
+                         run_lease.held_by, extra={"event": "lease-held", "holder": str(run_lease.held_by)})
+                return replace(report, lease_held_by=str(run_lease.held_by))
+            if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
+                snapshot = read_snapshot(kube, settings, now=now)
+                snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+        stages.done("decide")
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
-                                           stop_at=stop_at)
+                                           stop_at=stop_at, may_write=lambda: _may_write(kube, run_lease))
+        followed = routes.follow_holds(kube, snapshot, decision, settings=settings,  # the last restore tier
+                                       may_write=lambda: _may_write(kube, run_lease))
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
                                         settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
-                         problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot)])
+                         problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),
+                                   *followed.problems])
         stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now))
@@ -138,7 +175,8 @@ TIER_POLL_SECONDS = 2.0
 
 
 def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: list[ActionResult], *,
-                   settings: Settings, now: dt.datetime, stop_at: float | None) -> tuple[Decision, list[ActionResult]]:
+                   settings: Settings, now: dt.datetime, stop_at: float | None,
+                   may_write: Callable[[], bool]) -> tuple[Decision, list[ActionResult]]:
     """While a namespace's next restore tier waits and the run may still wait (`--restore-wait-in-run`, within
     the soft deadline): look again at those namespaces, decide again there, and write. Waiting longer is the
     next run's: the wait is in the workloads' own marks and the policy's status, not in this process. A
@@ -162,6 +200,8 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
             break
         at = now + dt.timedelta(seconds=time.monotonic() - started)
         snapshot, later = _decided(kube, snapshot, settings=settings, now=at, within=waiting)
+        if not settings.dry_run and any(later.steps) and not may_write():
+            break  # another run holds the Lease: it goes on with these namespaces
         results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at)]
         decision = merged(decision, later, within=waiting)
     return decision, results
@@ -177,7 +217,9 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
     `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
     read.server_version(kube)
-    policies: Sequence[Policy | InvalidPolicy] = read.policies(kube, settings)
+    every = read.policies(kube, settings)
+    leaving = tuple(p for p in every if p.life.deleting)  # held back by a finalizer: they hold nothing
+    policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
     custom = [h for k, h in kinds.handlers.items() if k not in BUILTIN]
@@ -200,7 +242,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     except ApiError as exc:
         raise cannot_start(kube, exc, custom=custom) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes), overheads=overheads)
+                    wakes=tuple(wakes), overheads=overheads, leaving=leaving)
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

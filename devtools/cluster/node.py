@@ -33,8 +33,9 @@ LOG_LINKS = Path("/var/log/containers")  # kubelet's fixed folder of symlinks to
 #: fixed host folders kubelet, containerd's shims and the CNI library write to; removed if a start created them
 HOST_FOLDERS = (str(LOG_LINKS), "/run/containerd", "/var/lib/cni")
 #: besides the control plane's own: the node lifecycle controller lifts the `not-ready` taint kubelet registers with;
-#: the DaemonSet controller puts a DaemonSet's Pod on the node (without a node it has nothing to do)
-NODE_CONTROLLERS = ("nodelifecycle", "daemonset")
+#: the DaemonSet controller puts a DaemonSet's Pod on the node (without a node it has nothing to do); the
+#: EndpointSlice controller lists a Service's ready Pods, which kube-proxy and a gateway send requests to
+NODE_CONTROLLERS = ("nodelifecycle", "daemonset", "endpointslice")
 _ORDER = ("kube-scheduler", "kube-proxy", "kubelet", "containerd")  # the order of stopping
 #: kubelet's Pod limit at start; a test may lower it for a while (`Node.set_max_pods`) to fill the node cheaply
 MAX_PODS = 250

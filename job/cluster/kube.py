@@ -10,7 +10,9 @@ still checks RBAC and admission but persists nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import logging
 import os
 import socket
@@ -253,6 +255,35 @@ class Kube:
                 return
             params["continue"] = token
 
+    def collection_version(self, *, version: str, plural: str) -> str:
+        """The resourceVersion of a resource's whole collection, cluster-wide (a LIST of one item): where a watch
+        starts so that it sees only what comes after."""
+        page = self._send("list", "GET", version=version, url=plural, params={"limit": 1})
+        return str((page.get("metadata") or {}).get("resourceVersion") or "")
+
+    def watch(self, *, version: str, plural: str, resource_version: str,
+              timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
+        """The events of a resource, cluster-wide, after `resource_version`, until the server ends the watch
+        (`timeout_seconds`). An expired version (410 Gone), in the answer or as an ERROR event, is an ApiError
+        with status 410: list again. Not retried: the caller watches again."""
+        self.requests.add("watch")
+        resp: requests.Response = self.api.request(
+            "GET", version=version, url=plural, stream=True, timeout=(self.settings.request_timeout,
+                                                                       timeout_seconds + 30),
+            params={"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": timeout_seconds,
+                    "allowWatchBookmarks": "true"})
+        with contextlib.closing(resp):
+            if resp.status_code >= 400:
+                raise ApiError(resp.status_code, answers.error_message(resp))
+            for line in resp.iter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise ApiError(int(status.get("code") or 500), str(status.get("message") or "watch error"))
+                yield event
+
     def list_cached(self, *, version: str, plural: str, namespace: str, label_selector: str | None = None,
                     metadata_only: bool = False) -> list[dict[str, Any]]:
         """Every item of one resource in `namespace`, from the API server's watch cache (`resourceVersion=0`):
@@ -303,12 +334,14 @@ class Kube:
             params["dryRun"] = "All"
         return params
 
-    def patch(self, *, version: str, plural: str, namespace: str, name: str, body: dict[str, Any],
+    def patch(self, *, version: str, plural: str, namespace: str | None, name: str, body: dict[str, Any],
               dry_run: bool) -> None:
-        """A merge patch; `body` carries metadata.resourceVersion, so a concurrent change gives Conflict.
-        The response (the whole object) is not parsed: nothing needs it, and a large freeze sends thousands."""
-        self._send("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}", json=body,
-                   headers=_MERGE_PATCH, params=self._write_params(dry_run), parse=False)
+        """A merge patch (`namespace` None: a cluster-scoped object); `body` carries metadata.resourceVersion, so a
+        concurrent change gives Conflict. The response (the whole object) is not parsed: nothing needs it, and a
+        large freeze sends thousands."""
+        where: dict[str, Any] = {"namespace": namespace} if namespace else {}
+        self._send("patch", "PATCH", version=version, url=f"{plural}/{name}", json=body, headers=_MERGE_PATCH,
+                   params=self._write_params(dry_run), parse=False, **where)
 
     def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any],
                      namespace: str | None = None) -> None:

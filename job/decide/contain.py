@@ -28,7 +28,8 @@ def quarantine(policies: Policies, attempt: Callable[[Policies], T]) -> tuple[tu
         failing = failing_alone(policies, attempt)
         if not failing:
             raise
-    kept = tuple(InvalidPolicy(p.name, p.generation, f"could not be served: {failing[p.name]}", p.uid, p.status)
+    kept = tuple(InvalidPolicy(p.name, p.generation, f"could not be served: {failing[p.name]}", p.uid, p.status,
+                                p.life)
                  if p.name in failing else p for p in policies)
     return kept, attempt(kept)
 

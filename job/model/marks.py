@@ -45,3 +45,19 @@ FIELD_MANAGER = "nsscaler"
 
 #: the advice given wherever something runs that a user may mean to keep running
 EXCLUDE_FIX = f'annotate it {ANNOTATION_EXCLUDE}="true" if it is meant to run'
+
+#: an HTTPRoute pointed at the waker while its namespace is held: its `spec.rules` before, as JSON, restored exactly
+ANNOTATION_ORIGINAL_RULES = f"{DOMAIN}/original-rules"
+#: the request header the gateway sets (`RequestHeaderModifier` `set`, which replaces any value a client sent) on
+#: every request of a held namespace's route, naming that namespace for the waker
+HEADER_NAMESPACE = "X-Nsscaler-Namespace"
+#: the waker's Service, in nsscaler's own namespace, and its port
+WAKER_SERVICE = "nsscaler-waker"
+WAKER_PORT = 8080
+#: on a Wake the waker created: the request that woke the namespace (`GET host/path`); `requestedBy` is the waker's
+#: own identity, which admission checks
+ANNOTATION_WAKE_REQUEST = f"{DOMAIN}/request"
+#: on an NSScaler whose policy points routes at the waker: it stays, if deleted, until every route it pointed has
+#: come back. A run reads HTTPRoutes only while some policy wakes on request or carries it: otherwise none can
+#: carry a record, and the run that finds nothing to do pays no request for routes
+FINALIZER_ROUTES = f"{DOMAIN}/routes"

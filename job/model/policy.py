@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -79,6 +79,11 @@ class WakeSpec(BaseModel):
 
     allowed: bool = True
     max_duration: str = "8h"
+    #: wake on the first HTTP request: while a namespace is held, its HTTPRoutes point at the waker, whose answer
+    #: creates the Wake (`job.waker`); off by default, and nothing is touched unless a policy turns it on
+    on_request: bool = False
+    #: with `on_request`: a request shows the waiting page only, and the namespace wakes on a click there
+    on_request_click: bool = False
 
     @field_validator("max_duration")
     @classmethod
@@ -183,6 +188,17 @@ class PolicySpec(BaseModel):
 
 
 @dataclass(frozen=True)
+class Lifecycle:
+    """What a policy's metadata says of its life: its finalizers, whether it is being deleted (it then holds
+    nothing: it stays only until nsscaler has given back what it asked to finish), and the resourceVersion a
+    write of its finalizers is conditioned on."""
+
+    finalizers: tuple[str, ...] = ()
+    deleting: bool = False
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
 class Policy:
     """A valid NSScaler, ready for the planner."""
 
@@ -192,6 +208,7 @@ class Policy:
     kinds: frozenset[Kind]
     uid: str = ""
     status: dict[str, Any] = field(default_factory=dict, compare=False)
+    life: Lifecycle = field(default_factory=Lifecycle, compare=False)
 
     def in_scope(self, namespace: str) -> bool:
         return namespace.startswith(self.spec.scope_prefix)
@@ -228,6 +245,7 @@ class InvalidPolicy:
     message: str
     uid: str = ""
     status: dict[str, Any] = field(default_factory=dict, compare=False)
+    life: Lifecycle = field(default_factory=Lifecycle, compare=False)
 
 
 def _describe(error: ValidationError) -> str:
@@ -244,10 +262,14 @@ def parse(obj: dict[str, Any], *, default_kinds: frozenset[Kind]) -> Policy | In
     whatever its spec holds, one NSScaler can never stop the run for the others."""
     meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name, uid = str(meta.get("name", "?")), str(meta.get("uid", ""))
+    finalizers = meta.get("finalizers")
+    life = Lifecycle(finalizers=tuple(str(f) for f in finalizers) if isinstance(finalizers, list) else (),
+                     deleting=bool(meta.get("deletionTimestamp")),
+                     resource_version=str(meta.get("resourceVersion") or ""))
     try:
-        return _parsed(obj, meta, name=name, uid=uid, default_kinds=default_kinds)
+        return replace(_parsed(obj, meta, name=name, uid=uid, default_kinds=default_kinds), life=life)
     except Exception as exc:
-        return InvalidPolicy(name, 0, f"spec could not be read: {unexpected(exc)}", uid, {})
+        return InvalidPolicy(name, 0, f"spec could not be read: {unexpected(exc)}", uid, {}, life)
 
 
 def _parsed(obj: dict[str, Any], meta: dict[str, Any], *, name: str, uid: str,
@@ -276,7 +298,7 @@ def without_unknown_kinds(policies: Sequence[Policy | InvalidPolicy],
         bad = sorted(k for k in p.kinds if k in unknown) if isinstance(p, Policy) else []
         if isinstance(p, Policy) and bad:
             message = "; ".join(f"spec.kinds: {unknown[k]}" for k in bad)
-            out.append(InvalidPolicy(p.name, p.generation, message, p.uid, p.status))
+            out.append(InvalidPolicy(p.name, p.generation, message, p.uid, p.status, p.life))
         else:
             out.append(p)
     return out

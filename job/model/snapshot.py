@@ -42,3 +42,6 @@ class Snapshot:
     wakes: tuple[Wake, ...] = ()
     #: the Pod overhead of each RuntimeClass, when a workload read whole named one (None: not read)
     overheads: Mapping[str, Mapping[str, int]] | None = None
+    #: the policies being deleted, kept by a finalizer of nsscaler's until it has given back what they hold:
+    #: they hold nothing (they are not in `policies`)
+    leaving: tuple[Policy | InvalidPolicy, ...] = ()

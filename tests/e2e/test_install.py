@@ -86,7 +86,8 @@ def test_prod_overlay_applies_in_one_go_and_again_is_a_no_op(control_plane, inst
 
 
 @pytest.mark.versions
-@pytest.mark.parametrize("overlay", ["prod", "dry-run", "prod-without-priority-class", "prod-with-requester-stamp"])
+@pytest.mark.parametrize("overlay", ["prod", "dry-run", "prod-without-priority-class", "prod-with-requester-stamp",
+                                     "prod-with-waker"])
 def test_rendered_overlays_pass_the_servers_schema_check(control_plane, api, installed, overlay):
     """Every overlay is accepted by the server; the one with the requester stamp needs MutatingAdmissionPolicy
     v1 (Kubernetes 1.36 and later), and an older server refuses it by that name."""

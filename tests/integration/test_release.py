@@ -16,10 +16,12 @@ import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
+from devtools.cluster import traefik
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
-from job.model.marks import ANNOTATION_EXCLUDE, DOMAIN
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_RULES, DOMAIN, FINALIZER_ROUTES
 from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, plane_of_its_own
+from tests.gateway import backend, httproute, ready_pods
 from tests.integration.test_restore_tiers_faults import restore_stamp
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -200,6 +202,37 @@ def test_release_cannot_start_without_the_crd_access(control_plane: ControlPlane
     bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     code, err = release(bad)
     assert code == 2, err
+
+
+def test_a_release_brings_back_the_routes_pointed_at_the_waker_and_says_so_while_one_waits(
+        api: AdminApi, control_plane: ControlPlane, run_job: Any, prefix: str) -> None:
+    """A route pointed at the waker is part of what nsscaler holds: the release gives its workloads back, then its
+    rules once they are available, and the routes finalizer goes with it. While the workloads are not available
+    yet, the release fails naming the route, and a second release finishes."""
+    for crd in sorted(traefik.ensure_gateway_crds().glob("*.yaml")):
+        apply_manifest(control_plane.admin_kubeconfig, crd)
+    wait_until(lambda: api.crd_established("httproutes.gateway.networking.k8s.io"), timeout=60, what="HTTPRoutes")
+    held, sys_ns = f"{prefix}v1", f"{prefix}sys"
+    for ns in (held, sys_ns):
+        api.create(builders.namespace(ns))
+    api.create(builders.deployment(held, "web", 1))
+    api.create(httproute(held, "shop", hostname="v1.shop.example", rules=[{"backendRefs": [backend("web", 80)]}]))
+    before = api.get("HTTPRoute", "shop", held)["spec"]
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["sys"], wake={"on_request": True}))
+    assert run_job("--own-namespace", sys_ns, "--restore-wait-in-run", "0").exit_code == 0
+    assert ANNOTATION_ORIGINAL_RULES in api.get("HTTPRoute", "shop", held)["metadata"]["annotations"]
+
+    code, said = release(control_plane.admin_kubeconfig, "--own-namespace", sys_ns, "--restore-wait-in-run", "0")
+    assert code == 1 and f"the HTTPRoutes of {held} still point at the waker" in said, said
+    assert api.replicas("Deployment", held, "web") == 1
+
+    ready_pods(api, held, "app=web")
+    wait_until(lambda: (api.get("Deployment", "web", held).get("status") or {}).get("availableReplicas") == 1,
+               timeout=60, what="the Deployment controller to count web available")
+    code, said = release(control_plane.admin_kubeconfig, "--own-namespace", sys_ns, "--restore-wait-in-run", "0")
+    assert code == 0, said
+    assert api.get("HTTPRoute", "shop", held)["spec"] == before
+    assert FINALIZER_ROUTES not in (api.get("NSScaler", f"{prefix}p")["metadata"].get("finalizers") or [])
 
 
 def test_a_release_names_a_missing_permission_before_its_first_write(api: AdminApi, run_job, prefix,

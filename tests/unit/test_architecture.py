@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("job.run",),  # orders the stages
     ("job.release",),  # the release: the run's stages until nothing is held
     ("job.report",),  # logs, summary, JSON
-    ("job.cli", "job.plugin"),  # the `nsscaler` command; `kubectl nsscaler`, beside it
+    ("job.cli", "job.plugin", "job.waker"),  # the `nsscaler` command; `kubectl nsscaler` and the waker, beside it
     ("job.command",),  # the CronJob's process
     ("job.__main__",),  # `python -m job`
 )

@@ -21,6 +21,7 @@ from job import cli
 from job.model import marks
 from job.model.policy import PolicySpec
 from job.model.settings import Settings
+from job.waker.metrics import WakerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -139,16 +140,23 @@ def ksm_metrics() -> set[str]:
     return {f"{r.get('metricNamePrefix', 'kube_customresource')}_{m['name']}" for r in resources for m in r["metrics"]}
 
 
-def test_the_metrics_page_lists_every_metric_of_the_kube_state_metrics_config_and_no_other():
+def waker_metrics() -> set[str]:
+    """What the waker serves on /metrics (its TYPE lines)."""
+    return set(re.findall(r"^# TYPE (\S+) ", WakerMetrics().text(), re.M))
+
+
+def test_the_metrics_page_lists_every_metric_of_the_kube_state_metrics_config_and_of_the_waker_and_no_other():
     documented = {m[1] for row in table_rows(page("reference/metrics.md"))
                   if (m := re.fullmatch(r"`(nsscaler_\w+)(?:\{[^}]*\})?`", row[0]))}
-    assert ksm_metrics() - documented == set(), "docs/reference/metrics.md: add a row for each"
-    assert documented - ksm_metrics() == set(), "docs/reference/metrics.md: not in customresourcestate.yaml"
+    served = ksm_metrics() | waker_metrics()
+    assert served - documented == set(), "docs/reference/metrics.md: add a row for each"
+    assert documented - served == set(), "docs/reference/metrics.md: served by neither"
 
 
 # --- Installing and operating: RBAC and what gets installed ------------------------------------------------------
 
-RBAC_FILES = ("kustomize/base/rbac.yaml", "kustomize/base/wake-rbac.yaml", "kustomize/components/metrics/rbac.yaml")
+RBAC_FILES = ("kustomize/base/rbac.yaml", "kustomize/base/wake-rbac.yaml", "kustomize/components/metrics/rbac.yaml",
+              "kustomize/components/waker/job-rbac.yaml", "kustomize/components/waker/waker-rbac.yaml")
 
 
 def _words(cell: str) -> tuple[str, ...]:

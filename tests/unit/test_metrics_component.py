@@ -20,6 +20,7 @@ from job.decide.freed import Freed
 from job.decide.outcome import PolicyOutcome
 from job.decide.status import build_status
 from job.model.resources import NANO, Footprint
+from job.waker.metrics import WakerMetrics
 from tests.conftest import ROOT, kubectl
 
 #: counts other parts of nsscaler add to status.counts; their metrics must exist before the counts do
@@ -128,6 +129,13 @@ def test_every_freed_figure_nsscaler_writes_has_a_metric():
     assert {e["resource"] for e in freed["resources"]} == {"cpu", "memory", "nvidia.com/gpu"}
 
 
+def waker_metrics() -> set[str]:
+    """The series the waker serves on /metrics (a histogram's as Prometheus names them)."""
+    typed = dict(re.findall(r"^# TYPE (\S+) (\S+)$", WakerMetrics().text(), re.M))
+    return {f"{name}{suffix}" for name, kind in typed.items()
+            for suffix in (("_bucket", "_sum", "_count") if kind == "histogram" else ("",))}
+
+
 def test_metric_names_follow_prometheus_conventions():
     names = mc.exported()
     assert len(names) == len(set(names))
@@ -206,7 +214,10 @@ def test_dashboard_panels_have_a_title_a_unit_and_queries_on_the_datasource_vari
         for target in panel["targets"]:
             assert target["datasource"] == ref and target["expr"].strip(), panel["title"]
             used = set(re.findall(r"nsscaler_policy_\w+", target["expr"]))
-            assert used and used <= set(mc.exported()), (panel["title"], used - set(mc.exported()))
+            served = set(re.findall(r"nsscaler_waker_\w+", target["expr"]))  # the waker's own /metrics
+            assert used or served, panel["title"]
+            assert used <= set(mc.exported()), (panel["title"], used - set(mc.exported()))
+            assert served <= waker_metrics(), (panel["title"], served - waker_metrics())
 
 
 def test_dashboard_shows_freed_capacity_runs_what_still_runs_and_reverts():

@@ -1,0 +1,109 @@
+"""The waker's writes and reads, through the job's one API client (`job.cluster.kube`): which policy opens a
+namespace's door, the namespace's one Wake, and the Job that starts a run at once.
+
+The Wake has a fixed name (`WAKE_NAME`), so a thousand requests make one Wake: a second create gets 409, and the
+Wake there is kept, unless it has ended (then it is replaced: deleted and created again). `requestedBy` is the
+waker's own identity, as admission requires of a client that sets it; the request (`GET host/path`) is in
+`reason` and in an annotation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from job.cluster.kube import Kube
+from job.errors import ApiError, Conflict
+from job.model import policy as policy_api
+from job.model import wake as wake_api
+from job.model.kinds import Kind
+from job.model.kinds import httproute as hr
+from job.model.marks import ANNOTATION_WAKE_REQUEST
+from job.waker.answer import Door, Request
+
+log = logging.getLogger(__name__)
+
+WAKE_NAME = "nsscaler-waker"
+
+
+def doors(kube: Kube) -> Sequence[policy_api.Policy]:
+    """The valid policies that wake on request, by name."""
+    found = [policy_api.parse(o, default_kinds=frozenset({Kind.DEPLOYMENT}))
+             for o in kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL)]
+    return sorted((p for p in found if isinstance(p, policy_api.Policy) and p.spec.wake.on_request
+                   and p.spec.wake.allowed), key=lambda p: p.name)
+
+
+def door_of(policies: Sequence[policy_api.Policy], namespace: str) -> Door | None:
+    # a namespace a policy lists as active is never held by it: its routes were not pointed here by that policy
+    chosen = next((p for p in policies if p.in_scope(namespace) and not p.lists_active(namespace)), None)
+    if chosen is None:
+        return None
+    return Door(chosen.name, chosen.spec.wake.max_duration, chosen.spec.wake.on_request_click)
+
+
+def _wake_body(namespace: str, door: Door, request: Request, identity: str) -> dict[str, Any]:
+    return {"apiVersion": policy_api.API_VERSION, "kind": "Wake",
+            "metadata": {"name": WAKE_NAME, "namespace": namespace,
+                         "annotations": {ANNOTATION_WAKE_REQUEST: request.words}},
+            "spec": {"duration": door.max_duration, "requestedBy": identity,
+                     "reason": f"request to {request.words}"[:256]}}
+
+
+def wake(kube: Kube, namespace: str, door: Door, request: Request, *, identity: str, now: dt.datetime) -> bool:
+    """Create the namespace's Wake; True when this call created it (False: one that has not ended is there)."""
+    body = _wake_body(namespace, door, request, identity)
+    try:
+        kube.create(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=namespace, body=body)
+        return True
+    except Conflict:
+        pass
+    there = kube.get(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=namespace, name=WAKE_NAME)
+    parsed = wake_api.parse(there)
+    if parsed.requested_end is not None and parsed.requested_end > now:
+        return False
+    try:  # two replicas that both replace it leave one Wake all the same: the last one created
+        kube.delete(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=namespace, name=WAKE_NAME)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    try:
+        kube.create(version=policy_api.API_VERSION, plural=wake_api.PLURAL, namespace=namespace, body=body)
+    except Conflict:  # another replica replaced it first
+        return False
+    return True
+
+
+def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str, wake_uid: str | None = None) -> str | None:
+    """A Job from the CronJob's template, at once (the run's Lease keeps it from writing beside another run); its
+    name, or None when the CronJob cannot be read or the Job not created (the schedule then does it). For a
+    Wake's `wake_uid`, the Job is named after it: both waker replicas see the Wake, and one Job starts."""
+    try:
+        cron = kube.get(version="batch/v1", plural="cronjobs", namespace=namespace, name=cronjob)
+        template = cron["spec"]["jobTemplate"]
+        meta = template.get("metadata") or {}
+        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            **({"name": f"{cronjob}-wake-{wake_uid[:13]}"} if wake_uid else {"generateName": f"{cronjob}-wake-"}),
+            "namespace": namespace,
+            "labels": {**(meta.get("labels") or {}), "app.kubernetes.io/component": "wake-run"},
+            "annotations": {**(meta.get("annotations") or {}), "cronjob.kubernetes.io/instantiate": "manual",
+                            ANNOTATION_WAKE_REQUEST: f"woken namespace {woken}"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": cronjob,
+                                 "uid": cron["metadata"]["uid"], "controller": False}]},
+            "spec": {**template["spec"], "ttlSecondsAfterFinished": 600}}
+        job = kube.create(version="batch/v1", plural="jobs", namespace=namespace, body=body)
+    except Conflict:  # the other replica started it
+        return None
+    except (ApiError, KeyError, TypeError) as exc:
+        log.warning("could not start a run at once (the CronJob's schedule will): %s", exc,
+                    extra={"event": "run-not-started", "namespace": woken})
+        return None
+    return str(job["metadata"]["name"])
+
+
+def routes_back(kube: Kube, namespace: str) -> bool:
+    """Whether no HTTPRoute of `namespace` still points at the waker (none keeps a record)."""
+    found = kube.list_all(version=hr.API_VERSION, plural=hr.PLURAL, namespace=namespace)
+    return not any(hr.record_of(r) is not None for r in found)

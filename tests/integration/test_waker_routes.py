@@ -1,0 +1,146 @@
+"""HTTPRoutes follow the hold of namespaces whose policy wakes on request, against the real control plane with
+the real Gateway API CRDs (their schema, defaults and validation: the version Traefik v3.6.12 pins).
+
+This control plane has no kubelet: where a restored Deployment must be available, the test writes its Pods'
+status as a kubelet would (`tests.gateway.ready_pods`), and the real ReplicaSet and Deployment controllers count
+them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from devtools import builders
+from devtools.builders import AdminApi
+from job.model.marks import (
+    ANNOTATION_ORIGINAL_RULES,
+    ANNOTATION_SCALED_BY,
+    FINALIZER_ROUTES,
+    HEADER_NAMESPACE,
+    LABEL_SCALED,
+    WAKER_PORT,
+    WAKER_SERVICE,
+)
+from tests.gateway import backend, gateway_crds, httproute, ready_pods
+
+__all__ = ["gateway_crds"]
+pytestmark = pytest.mark.usefixtures("crd", "gateway_crds")
+NO_WAIT = ("--restore-wait-in-run", "0")
+
+
+def rules() -> list[dict[str, Any]]:
+    """A rule with a filter of its own that must survive (a header the app relies on), a weighted split, and a
+    redirect rule without backends (never pointed at the waker)."""
+    return [
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+         "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"add": [{"name": "X-App",
+                                                                                          "value": "shop"}]}}],
+         "backendRefs": [{**backend("web", 80), "weight": 3}, {**backend("web-canary", 80), "weight": 1}]},
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/old"}}],
+         "filters": [{"type": "RequestRedirect", "requestRedirect": {"path": {"type": "ReplaceFullPath",
+                                                                             "replaceFullPath": "/"}}}]},
+    ]
+
+
+def shop(api: AdminApi, prefix: str, *, on_request: bool) -> tuple[str, str]:
+    """`<prefix>v1` (held) and `<prefix>v2` (active), each with a Deployment and an HTTPRoute; the job's own
+    namespace `<prefix>sys`, where the waker's ReferenceGrants go."""
+    for suffix in ("v1", "v2"):
+        ns = prefix + suffix
+        api.create(builders.namespace(ns))
+        api.create(builders.deployment(ns, "web", 1))
+        api.create(httproute(ns, "shop", hostname=f"{suffix}.shop.example", rules=rules()))
+    api.create(builders.namespace(f"{prefix}sys"))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"], wake={"on_request": on_request}))
+    return prefix + "v1", f"{prefix}sys"
+
+
+def test_a_held_namespace_s_routes_point_at_the_waker_with_the_record_in_the_same_write_and_come_back_exactly(
+        api: AdminApi, prefix: str, run_job: Any) -> None:
+    held, sys_ns = shop(api, prefix, on_request=True)
+    before = api.get("HTTPRoute", "shop", held)
+    active_before = api.get("HTTPRoute", "shop", prefix + "v2")
+
+    first = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert first.exit_code == 0, first.stderr
+
+    route = api.get("HTTPRoute", "shop", held)
+    notes = route["metadata"]["annotations"]
+    assert json.loads(notes[ANNOTATION_ORIGINAL_RULES]) == before["spec"]["rules"]  # exactly, defaults included
+    assert notes[ANNOTATION_SCALED_BY] == f"{prefix}p" and route["metadata"]["labels"][LABEL_SCALED] == "true"
+    pointed, redirect = route["spec"]["rules"]
+    assert [(r["name"], r["namespace"], r["port"]) for r in pointed["backendRefs"]] == [
+        (WAKER_SERVICE, sys_ns, WAKER_PORT)]
+    header = next(f for f in pointed["filters"] if f["type"] == "RequestHeaderModifier")["requestHeaderModifier"]
+    assert header["set"] == [{"name": HEADER_NAMESPACE, "value": held}]  # set: a client's own value is replaced
+    assert header["add"] == [{"name": "X-App", "value": "shop"}]  # the route's own filter kept
+    assert redirect == before["spec"]["rules"][1]
+    assert FINALIZER_ROUTES in api.get("NSScaler", f"{prefix}p")["metadata"]["finalizers"]  # before the route
+    grant = api.get("ReferenceGrant", f"nsscaler-waker-from-{held}", sys_ns)
+    assert grant["spec"]["from"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": held}]
+    assert api.get("HTTPRoute", "shop", prefix + "v2")["metadata"]["resourceVersion"] == \
+        active_before["metadata"]["resourceVersion"]  # an active namespace's route is not touched
+
+    again = run_job("--own-namespace", sys_ns, *NO_WAIT)  # a held namespace's route is pointed once
+    assert again.exit_code == 0, again.stderr
+    assert api.get("HTTPRoute", "shop", held)["metadata"]["resourceVersion"] == route["metadata"]["resourceVersion"]
+
+    # awake: its workloads come back first; the route waits until they are available (the last restore tier)
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
+    restored = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert restored.exit_code == 0, restored.stderr
+    assert api.replicas("Deployment", held, "web") == 1
+    assert ANNOTATION_ORIGINAL_RULES in api.get("HTTPRoute", "shop", held)["metadata"]["annotations"]
+
+    ready_pods(api, held, "app=web")
+    builders.wait_until(lambda: (api.get("Deployment", "web", held).get("status") or {}).get(
+        "availableReplicas") == 1, timeout=60, what="the Deployment controller to count web available")
+    last = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert last.exit_code == 0, last.stderr
+    after = api.get("HTTPRoute", "shop", held)
+    assert after["spec"] == before["spec"], last.stderr
+    assert ANNOTATION_ORIGINAL_RULES not in (after["metadata"].get("annotations") or {})
+    assert LABEL_SCALED not in (after["metadata"].get("labels") or {})
+    assert not api.exists("ReferenceGrant", f"nsscaler-waker-from-{held}", sys_ns)
+    assert FINALIZER_ROUTES not in (api.get("NSScaler", f"{prefix}p")["metadata"].get("finalizers") or [])
+
+
+def test_a_deleted_policy_stays_until_the_routes_it_pointed_are_back(api: AdminApi, prefix: str,
+                                                                     run_job: Any) -> None:
+    """Deleting a policy that pointed routes does not leave them pointed at the waker: the routes finalizer keeps
+    the NSScaler (being deleted, it holds nothing) until a run has given its workloads back and, once they are
+    available, its routes; then the NSScaler goes."""
+    held, sys_ns = shop(api, prefix, on_request=True)
+    before = api.get("HTTPRoute", "shop", held)
+    frozen = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert frozen.exit_code == 0, frozen.stderr
+    assert ANNOTATION_ORIGINAL_RULES in api.get("HTTPRoute", "shop", held)["metadata"]["annotations"]
+
+    api.delete("NSScaler", f"{prefix}p")
+    assert api.get("NSScaler", f"{prefix}p")["metadata"]["deletionTimestamp"]  # kept by the finalizer
+    woken = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert woken.exit_code == 0, woken.stderr
+    assert api.replicas("Deployment", held, "web") == 1  # a policy being deleted holds nothing
+    assert api.exists("NSScaler", f"{prefix}p")  # its route still waits for the workloads
+
+    ready_pods(api, held, "app=web")
+    builders.wait_until(lambda: (api.get("Deployment", "web", held).get("status") or {}).get(
+        "availableReplicas") == 1, timeout=60, what="the Deployment controller to count web available")
+    last = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert last.exit_code == 0, last.stderr
+    assert api.get("HTTPRoute", "shop", held)["spec"] == before["spec"]
+    builders.wait_until(lambda: not api.exists("NSScaler", f"{prefix}p"), timeout=30,
+                        what="the deleted NSScaler to go once its routes are back")
+
+
+def test_a_held_namespace_whose_policy_does_not_wake_on_request_keeps_its_routes(
+        api: AdminApi, prefix: str, run_job: Any) -> None:
+    held, sys_ns = shop(api, prefix, on_request=False)
+    before = api.get("HTTPRoute", "shop", held)
+    result = run_job("--own-namespace", sys_ns, *NO_WAIT)
+    assert result.exit_code == 0, result.stderr
+    assert api.replicas("Deployment", held, "web") == 0  # held all the same
+    assert api.get("HTTPRoute", "shop", held)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert not api.exists("ReferenceGrant", f"nsscaler-waker-from-{held}", sys_ns)

@@ -1,0 +1,125 @@
+"""The pure rules of wake on request: whether a request wakes (job.waker.answer), which routes follow a hold
+(job.decide.routes, job.model.kinds.httproute) and who may take the run Lease (job.decide.lease)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from job.decide.lease import held_by_other, taken_spec
+from job.decide.routes import plan_routes
+from job.model.kinds.httproute import Waker, frozen_rules, restored_rules
+from job.model.marks import ANNOTATION_ORIGINAL_RULES, HEADER_NAMESPACE
+from job.waker.answer import RATE_SECONDS, Door, Request, decide
+from job.waker.metrics import WakerMetrics
+
+NOW = dt.datetime(2026, 12, 4, 12, tzinfo=dt.UTC)
+DOOR = Door("p", "2h", click=False)
+
+
+def req(method: str = "GET", **headers: str) -> Request:
+    return Request(method, "shop.example", "/", {HEADER_NAMESPACE: "shop-v1", **headers})
+
+
+@pytest.mark.parametrize(("request_", "door", "last", "status", "wake"), [
+    pytest.param(Request("GET", "h", "/", {}), DOOR, None, 400, False, id="no-header"),
+    pytest.param(req(), None, None, 404, False, id="no-policy"),
+    pytest.param(req("HEAD"), DOOR, None, 503, False, id="head"),
+    pytest.param(req(**{"User-Agent": "kube-probe/1.36"}), DOOR, None, 503, False, id="kube-probe"),
+    pytest.param(req(**{"User-Agent": "Mozilla/5.0 (compatible; UptimeRobot/2.0)"}), DOOR, None, 503, False,
+                 id="uptime-robot"),
+    pytest.param(req(), Door("p", "2h", click=True), None, 503, False, id="click-needed"),
+    pytest.param(req("POST", **{"X-Nsscaler-Wake": "click"}), Door("p", "2h", click=True), None, 503, True,
+                 id="clicked"),
+    pytest.param(req(), DOOR, NOW - dt.timedelta(seconds=RATE_SECONDS / 2), 503, False, id="rate-limited"),
+    pytest.param(req(), DOOR, NOW - dt.timedelta(seconds=RATE_SECONDS), 503, True, id="rate-passed"),
+    pytest.param(req(), DOOR, None, 503, True, id="wakes"),
+])
+def test_whether_a_request_wakes(request_: Request, door: Door | None, last: dt.datetime | None, status: int,
+                                 wake: bool) -> None:
+    answer = decide(request_, door, last_wake=last, now=NOW)
+    assert (answer.status, answer.wake) == (status, wake)
+
+
+def route(rules: list[dict], *, record: str | None = None, ns: str = "shop-v1") -> dict:
+    notes = {ANNOTATION_ORIGINAL_RULES: record} if record is not None else {}
+    return {"metadata": {"name": "r", "namespace": ns, "resourceVersion": "7", "annotations": notes},
+            "spec": {"rules": rules}}
+
+
+RULES = [{"backendRefs": [{"name": "web", "port": 80}],
+          "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
+              "set": [{"name": HEADER_NAMESPACE.lower(), "value": "forged"}]}}]},
+         {"filters": [{"type": "RequestRedirect", "requestRedirect": {"statusCode": 301}}]}]
+
+
+def test_a_frozen_rule_sets_the_header_over_any_value_and_keeps_rules_without_backends() -> None:
+    waker = Waker("nsscaler")
+    pointed, redirect = frozen_rules(RULES, namespace="shop-v1", waker=waker)
+    assert pointed["backendRefs"] == [waker.backend()]
+    assert pointed["filters"][0]["requestHeaderModifier"]["set"] == [{"name": HEADER_NAMESPACE, "value": "shop-v1"}]
+    assert redirect == RULES[1]
+    assert RULES[0]["backendRefs"] == [{"name": "web", "port": 80}]  # the input is not changed
+
+
+@pytest.mark.parametrize("record", ["", "{}", "[1]", "not json"])
+def test_a_malformed_record_is_a_problem_and_the_route_is_left(record: str) -> None:
+    with pytest.raises(ValueError, match="original-rules"):
+        restored_rules(record)
+    plan = plan_routes([route([], record=record)], opted={}, ready=frozenset({"shop-v1"}), waker=Waker("n"))
+    assert plan.steps == [] and len(plan.problems) == 1 and plan.ungrants == []
+
+
+def test_routes_point_when_held_wait_until_awake_and_come_back_exactly() -> None:
+    waker = Waker("nsscaler")
+    held = plan_routes([route(RULES)], opted={"shop-v1": "p"}, ready=frozenset(), waker=waker)
+    assert [s.verb for s in held.steps] == ["point"] and held.grants == ["shop-v1"]
+    assert json.loads(held.steps[0].body["metadata"]["annotations"][ANNOTATION_ORIGINAL_RULES]) == RULES
+    recorded = route([], record=json.dumps(RULES))
+    waiting = plan_routes([recorded], opted={}, ready=frozenset(), waker=waker)
+    assert waiting.steps == [] and waiting.waiting == ["shop-v1"] and waiting.ungrants == []
+    back = plan_routes([recorded], opted={}, ready=frozenset({"shop-v1"}), waker=waker)
+    assert back.steps[0].body["spec"] == {"rules": RULES} and back.ungrants == ["shop-v1"]
+    assert plan_routes([recorded], opted={"shop-v1": "p"}, ready=frozenset(), waker=waker).steps == []
+
+
+def lease(holder: str, renewed: dt.datetime, seconds: int = 60) -> dict:
+    return {"spec": {"holderIdentity": holder, "renewTime": renewed.isoformat(), "leaseDurationSeconds": seconds}}
+
+
+@pytest.mark.parametrize(("obj", "gone", "held"), [
+    pytest.param(None, False, False, id="none"),
+    pytest.param({"spec": {"holderIdentity": None}}, False, False, id="given-back"),
+    pytest.param(lease("me", NOW), False, False, id="mine"),
+    pytest.param(lease("other", NOW), False, True, id="held"),
+    pytest.param(lease("other", NOW - dt.timedelta(seconds=61)), False, False, id="expired"),
+    pytest.param(lease("other", NOW), True, False, id="holder-gone"),
+])
+def test_who_may_take_the_run_lease(obj: dict | None, gone: bool, held: bool) -> None:
+    assert (held_by_other(obj, me="me", now=NOW, gone=lambda _: gone) is not None) is held
+
+
+def test_taking_the_lease_counts_a_change_of_holder() -> None:
+    spec = taken_spec(me="me", now=NOW, previous=lease("other", NOW))
+    assert spec["holderIdentity"] == "me" and spec["leaseTransitions"] == 1
+
+
+def test_the_waker_s_metrics_are_prometheus_text_with_a_cumulative_histogram():
+    metrics = WakerMetrics()
+    metrics.requests[503] += 3
+    metrics.requests[404] += 1
+    metrics.wakes["request"] += 1
+    for seconds in (4.0, 12.5, 700.0, 2000.0):
+        metrics.ready.observe(seconds)
+    lines = metrics.text().splitlines()
+    assert 'nsscaler_waker_requests_total{code="503"} 3' in lines
+    assert 'nsscaler_waker_wakes_total{source="request"} 1' in lines
+    assert 'nsscaler_waker_wakes_total{source="click"} 0' in lines  # every source is there from the start
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="5"} 1' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="20"} 2' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="900"} 3' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="+Inf"} 4' in lines
+    assert "nsscaler_waker_request_to_ready_seconds_count 4" in lines
+    assert "nsscaler_waker_request_to_ready_seconds_sum 2716.500" in lines
