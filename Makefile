@@ -115,6 +115,9 @@ demo: install control-plane ## the whole product in one command on a throwaway l
 bench: install control-plane ## the benchmark, side by side: nsscaler, kube-downscaler (PEER=<checkout>), naive, limit (~25 min)
 	$(BIN)/python -m bench $(if $(PEER),--peer $(PEER))
 
+bench-wake: install node-binaries node-images gateway-tools ## (root) wake on request against the schedule: request to ready on a real node, 5 each (~10 min)
+	$(BIN)/python -m bench.wake
+
 run: install ## run the job once against KUBECONFIG (default: the local control plane)
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(BIN)/nsscaler
 
@@ -146,6 +149,6 @@ run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscale
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
 .PHONY: help install lock docs control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
-	test-unit cluster-up cluster-down demo bench run dry-run manifests image push deploy undeploy release run-now helm \
+	test-unit cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
 	chart package node-deps node-binaries \
 	node-images test-node node-up node-down

@@ -46,6 +46,7 @@ def summarise(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "record": median_run.get("record") or next((r["record"] for r in group if r.get("record")), None),
             "server_total_bytes": statistics.median(r["server_total_bytes"] for r in group),
             "requests": own, "total_requests": sum(own.values()) if own is not None else None,
+            "lease_requests": median_run.get("lease_requests") or {},
             **{k: median_run[k] for k in ("server_requests", "server_total_requests", "server_requests_by_resource",
                                           "server_bytes")},
             "rss_mb": max(rss) if rss else None,

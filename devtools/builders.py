@@ -6,6 +6,7 @@ product's API layer: tests set the scene and read the outcome with it, and run n
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -307,6 +308,20 @@ def on_node(workload: dict[str, Any], image: str, *, node_selector: dict[str, st
     return workload
 
 
+def web_app(ns: str, image: str, *, page: str) -> list[dict[str, Any]]:
+    """Deployment `web` on the local node (one busybox httpd Pod serving `page`, Ready once it answers) and its
+    Service `web:80`."""
+    script = (f"/bin/busybox mkdir -p /www && echo '{page}' > /www/index.html && "
+              "exec /bin/busybox httpd -f -p 8080 -h /www")
+    workload = on_node(deployment(ns, "web", 1), image)
+    (box,) = workload["spec"]["template"]["spec"]["containers"]
+    box.update(command=["/bin/busybox", "sh", "-c", script], ports=[{"name": "http", "containerPort": 8080}],
+               readinessProbe={"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1, "failureThreshold": 1})
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
+               "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}
+    return [workload, service]
+
+
 def mixed_requests(prefix: str) -> list[dict[str, Any]]:
     """A family whose held namespaces (`v2`, `v3`; `v1` stays active) run workloads with every way of asking
     for resources, in creation order: no requests, CPU only, memory + a GPU (extended resources need no node
@@ -332,3 +347,13 @@ def mixed_requests(prefix: str) -> list[dict[str, Any]]:
         with_pod_spec(deployment(v3, "d-kata", 2), runtimeClassName=kata,
                       containers=[container("app", requests={"cpu": "500m", "memory": "256Mi"})]),
     ]
+
+
+def end(proc: subprocess.Popen[Any], *, grace: float = 20.0) -> None:
+    """Stop a helper process the tests started: SIGTERM, then SIGKILL if it has not exited within `grace`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -76,6 +76,7 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
         "lease_held_by": report.lease_held_by,
+        "lease_requests": report.lease_requests,
     }
     requests = " ".join(f"{verb}={n}" for verb, n in report.requests.items())
     text = (f"run finished: {fields['policies']} policies ({fields['invalid']} invalid), froze {fields['frozen']}, "

@@ -62,6 +62,8 @@ class RunReport:
     throttled: int = 0
     #: who held the run Lease all the while this run could wait: it then read and wrote nothing (exit 0)
     lease_held_by: str | None = None
+    #: of `requests`, what the run Lease cost (none in a run that had nothing to write)
+    lease_requests: dict[str, int] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -103,10 +105,7 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     nothing to do never asks for the Lease. Raises StartupError when the run cannot start at all."""
     wait = min(LEASE_WAIT, settings.soft_deadline or LEASE_WAIT)
     run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait)
-    try:
-        return _run(kube, settings, now=now, run_lease=run_lease)
-    finally:
-        run_lease.give_back()
+    return _run(kube, settings, now=now, run_lease=run_lease)
 
 
 def _may_write(kube: Kube, run_lease: lease.RunLease) -> bool:
@@ -131,7 +130,7 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
             if not _may_write(kube, run_lease):
                 log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it",
                          run_lease.held_by, extra={"event": "lease-held", "holder": str(run_lease.held_by)})
-                return replace(report, lease_held_by=str(run_lease.held_by))
+                return replace(report, lease_held_by=str(run_lease.held_by))  # the counts: below
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
                 snapshot = read_snapshot(kube, settings, now=now)
                 snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
@@ -155,7 +154,9 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         _log_waits(decision)
         stages.done("report")
     finally:
-        report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled)
+        run_lease.give_back()  # before the counts: what the Lease cost is part of the run's requests
+        report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled,
+                         lease_requests=dict(sorted(run_lease.requests.items())))
     return report
 
 

@@ -151,6 +151,12 @@ class JobRun:
     def requests(self) -> dict[str, int]:
         return dict(self.report.get("summary", {}).get("requests", {}))
 
+    @property
+    def requests_besides_the_lease(self) -> dict[str, int]:
+        """The run's requests but the run Lease's (which a run that writes takes and gives back)."""
+        lease = self.report.get("summary", {}).get("lease_requests") or {}
+        return {verb: n - lease.get(verb, 0) for verb, n in self.requests.items() if n > lease.get(verb, 0)}
+
 
 @pytest.fixture
 def run_job(control_plane: controlplane.ControlPlane, crd: None) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import requests
 import yaml
 
-from devtools.builders import AdminApi, wait_until
+from devtools.builders import AdminApi, end, wait_until
 from devtools.cluster import controlplane
 from tests.conftest import ROOT
 
@@ -88,10 +88,6 @@ def waker(api: AdminApi, plane: controlplane.ControlPlane, *, namespace: str, pr
                    what="the waker to watch Wakes")
         yield WakerProcess(url, proc, log, f"system:serviceaccount:{namespace}:nsscaler-waker")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        end(proc, grace=20)
         for kind in ("ClusterRoleBinding", "ClusterRole") if install_rbac else ():
             api.delete(kind, f"{prefix}nsscaler-waker")

@@ -9,20 +9,28 @@ v3.6.12 is the newest release that builds here; the v3.7 line is refused.
 The Gateway API CRDs come from the Go module `sigs.k8s.io/gateway-api` at the version Traefik's own go.mod pins
 (its `config/crd/standard` files), copied into `~/.cache/nsscaler/gateway-api-<version>/`.
 
-A flock per folder makes a second caller wait for the first build and then use it. Standard library only.
+A flock per folder makes a second caller wait for the first build and then use it. `gateway` runs Traefik
+against a control plane, for the wake-on-request test on the node and its benchmark.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import requests
+
+from devtools.builders import AdminApi, end, wait_until
 from devtools.cluster import tools
+from devtools.cluster.controlplane import free_ports
 from devtools.cluster.versions import cache_root
 
 TRAEFIK = tools.Tool("traefik", "github.com/traefik/traefik/v3", "github.com/traefik/traefik/v3/cmd/traefik",
@@ -117,6 +125,34 @@ def ensure_gateway_crds() -> Path:
 
     _locked_build(out, build, (out / _MANIFEST).exists)
     return out
+
+
+@contextlib.contextmanager
+def gateway(api: AdminApi, kubeconfig: Path, *, namespace: str, class_name: str, log: Path) -> Iterator[int]:
+    """Traefik on the host watching the plane (its Gateway API provider, with `kubeconfig`), and a Gateway
+    `<namespace>/web` of GatewayClass `class_name` on its entry point; yields the entry point's port (loopback).
+    Traefik and the GatewayClass go at the end; the namespace is the caller's."""
+    binary = ensure_traefik()
+    port, ping = free_ports(2)
+    api.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                "metadata": {"name": class_name}, "spec": {"controllerName": "traefik.io/gateway-controller"}})
+    api.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                "metadata": {"name": "web", "namespace": namespace},
+                "spec": {"gatewayClassName": class_name, "listeners": [
+                    {"name": "http", "protocol": "HTTP", "port": port,
+                     "allowedRoutes": {"namespaces": {"from": "All"}}}]}})
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(binary), f"--entryPoints.web.address=127.0.0.1:{port}", f"--entryPoints.ping.address=127.0.0.1:{ping}",
+             "--ping.entryPoint=ping", "--providers.kubernetesgateway=true", "--log.level=INFO",
+             "--global.checkNewVersion=false", "--global.sendAnonymousUsage=false"],
+            env={"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin"}, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: requests.get(f"http://127.0.0.1:{ping}/ping", timeout=2).ok, timeout=60, what="Traefik")
+        yield port
+    finally:
+        end(proc, grace=30)
+        api.delete("GatewayClass", class_name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ request refused with 403. A run that finds nothing to do sends it only if someth
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from job.cluster.kube import Access, Kube
 from job.decide import pods
@@ -54,7 +55,7 @@ def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] =
     when nothing is."""
     custom = list(custom)
     try:
-        missing = kube.missing_access(required_access(settings, custom=custom),
+        missing = missing_access(kube, required_access(settings, custom=custom),
                                       namespace=settings.own_namespace or "default")
     except ApiError as exc:
         raise startup_error(kube, exc) from None
@@ -110,3 +111,38 @@ def startup_error(kube: Kube, exc: ApiError) -> StartupError:
     return StartupError(f"the API server at {kube.server} refused the first request: {exc}")
 
 
+
+
+_AUTHZ = "authorization.k8s.io/v1"
+
+
+def missing_access(kube: Kube, needed: list[Access], *, namespace: str) -> list[Access]:
+    """Which of `needed` this identity lacks. One SelfSubjectRulesReview answers most cases; where the authorizer
+    says its list is incomplete, each doubtful permission gets an access review."""
+    review = kube.create(version=_AUTHZ, plural="selfsubjectrulesreviews", body={
+        "apiVersion": _AUTHZ, "kind": "SelfSubjectRulesReview", "spec": {"namespace": namespace}})
+    status = review.get("status") or {}
+    rules = status.get("resourceRules") or []
+    missing = [a for a in needed if not any(_rule_allows(rule, a) for rule in rules)]
+    if not status.get("incomplete"):
+        return missing
+    return [a for a in missing if not _allowed(kube, a, namespace=namespace)]
+
+
+def _allowed(kube: Kube, access: Access, *, namespace: str) -> bool:
+    resource, _, subresource = access.resource.partition("/")
+    attrs = {"group": access.group, "resource": resource, "verb": access.verb, "namespace": namespace}
+    if subresource:
+        attrs["subresource"] = subresource
+    review = kube.create(version=_AUTHZ, plural="selfsubjectaccessreviews", body={
+        "apiVersion": _AUTHZ, "kind": "SelfSubjectAccessReview", "spec": {"resourceAttributes": attrs}})
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+def _rule_allows(rule: dict[str, Any], access: Access) -> bool:
+    if rule.get("resourceNames"):
+        return False  # a rule for named objects does not allow listing or patching any object
+    def has(key: str, value: str) -> bool:
+        values = rule.get(key) or []
+        return "*" in values or value in values
+    return has("verbs", access.verb) and has("apiGroups", access.group) and has("resources", access.resource)

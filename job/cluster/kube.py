@@ -352,35 +352,3 @@ class Kube:
                    params={"fieldManager": FIELD_MANAGER}, parse=False)
 
     # -- access ----------------------------------------------------------------------------------
-    def missing_access(self, needed: list[Access], *, namespace: str) -> list[Access]:
-        """Which of `needed` this identity lacks. One SelfSubjectRulesReview answers most cases; where
-        the authorizer says its list is incomplete, each doubtful permission gets an access review."""
-        review = self._send("create", "POST", version="authorization.k8s.io/v1", url="selfsubjectrulesreviews",
-                            json={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-                                  "spec": {"namespace": namespace}})
-        status = review.get("status") or {}
-        rules = status.get("resourceRules") or []
-        missing = [a for a in needed if not any(_rule_allows(rule, a) for rule in rules)]
-        if not status.get("incomplete"):
-            return missing
-        return [a for a in missing if not self._allowed(a, namespace=namespace)]
-
-    def _allowed(self, access: Access, *, namespace: str) -> bool:
-        resource, _, subresource = access.resource.partition("/")
-        attrs = {"group": access.group, "resource": resource, "verb": access.verb, "namespace": namespace}
-        if subresource:
-            attrs["subresource"] = subresource
-        review = self._send("create", "POST", version="authorization.k8s.io/v1",
-                            url="selfsubjectaccessreviews",
-                            json={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                                  "spec": {"resourceAttributes": attrs}})
-        return bool((review.get("status") or {}).get("allowed"))
-
-
-def _rule_allows(rule: dict[str, Any], access: Access) -> bool:
-    if rule.get("resourceNames"):
-        return False  # a rule for named objects does not allow listing or patching any object
-    def has(key: str, value: str) -> bool:
-        values = rule.get(key) or []
-        return "*" in values or value in values
-    return has("verbs", access.verb) and has("apiGroups", access.group) and has("resources", access.resource)

@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import time
+from collections import Counter
 from typing import Any
 
 from job.cluster.kube import Kube
@@ -116,18 +117,29 @@ class RunLease:
         self.waited = False
         #: another run held it all the while this run could wait
         self.held_by: Held | None = None
+        #: the requests the Lease cost this run, by verb (in the run's own counts too)
+        self.requests: Counter[str] = Counter()
 
     def ensure(self) -> bool:
         """Whether this run holds the Lease now, taking it if it has not tried yet."""
         if self.taken or self.held_by is not None:
             return self.taken
-        started = time.monotonic()
-        self.held_by = take(self.kube, self.namespace, me=self.me, wait=self.wait)
+        started, before = time.monotonic(), self.kube.requests.snapshot()
+        try:
+            self.held_by = take(self.kube, self.namespace, me=self.me, wait=self.wait)
+        finally:
+            self._count(before)
         self.taken = self.held_by is None
         self.waited = time.monotonic() - started >= POLL_SECONDS
         return self.taken
 
     def give_back(self) -> None:
         if self.taken:
+            before = self.kube.requests.snapshot()
             give_back(self.kube, self.namespace, me=self.me)
+            self._count(before)
             self.taken = False
+
+    def _count(self, before: dict[str, int]) -> None:
+        after = self.kube.requests.snapshot()
+        self.requests.update({verb: n - before.get(verb, 0) for verb, n in after.items() if n > before.get(verb, 0)})

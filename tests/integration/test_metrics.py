@@ -24,8 +24,9 @@ import yaml
 
 from devtools import builders
 from devtools import metrics_component as mc
-from devtools.builders import AdminApi, wait_until
+from devtools.builders import AdminApi, end, wait_until
 from devtools.cluster import controlplane
+from job.waker.metrics import WakerMetrics
 from tests.conftest import ROOT, apply_manifest, built_tool, kubectl, make_family
 
 OVERLAY = ROOT / "kustomize" / "overlays" / "prod-with-metrics"
@@ -103,12 +104,7 @@ def ksm(control_plane, api: AdminApi, crd, ksm_binary, tmp_path_factory) -> Iter
                    what=f"kube-state-metrics to serve (log: {log})")
         yield running
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end(proc, grace=10)
 
 
 def _seconds(timestamp: str) -> float:
@@ -268,7 +264,8 @@ def _dashboard_and_docs_queries_evaluate_over(samples: list[Sample], *, policy: 
             if n.startswith("nsscaler_") and ("policy", policy) in labels]
     series = [{"series": n + "{" + ",".join(f'{k}="{v}"' for k, v in sorted({**SCRAPE, **labels}.items())) + "}",
                "values": f"{int(value) if value.is_integer() else value!r}x{HOURS}"} for n, labels, value in ours]
-    panels = [p for p in json.loads(mc.DASHBOARD.read_text())["panels"] if p["type"] != "row"]
+    panels = [p for p in json.loads(mc.DASHBOARD.read_text())["panels"]
+              if p["type"] != "row" and not waker_panel(p)]  # the waker's: test_the_waker_panels_evaluate
     exprs = {f"{p['title']} ({t['refId']})": t["expr"].replace("$policy", ".*") for p in panels for t in p["targets"]}
     questions = docs_queries()
     # how many series each question of the Monitoring page returns in this state (a filter may rightly return none)
@@ -294,3 +291,46 @@ def _dashboard_and_docs_queries_evaluate_over(samples: list[Sample], *, policy: 
                                 capture_output=True, text=True, timeout=120, check=False)
         assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
     assert len(exprs) >= 15 and len(questions) == 9 and len(series) > 20, (len(exprs), len(questions), len(series))
+
+
+def waker_panel(panel: dict[str, Any]) -> bool:
+    """A panel over the waker's own /metrics, not kube-state-metrics'."""
+    return any("nsscaler_waker_" in t["expr"] for t in panel.get("targets", []))
+
+
+def test_the_waker_panels_evaluate_over_the_waker_s_own_metrics() -> None:
+    """promtool evaluates the waker's panels over what the waker's own code serves, scraped every minute for ten
+    minutes while it woke a namespace each minute (ready after 4 s): each query returns its series."""
+    metrics, scraped = WakerMetrics(), []
+    for _minute in range(11):
+        scraped.append(metrics.text())
+        metrics.requests[503] += 3
+        metrics.wakes["request"] += 1
+        metrics.runs += 1
+        metrics.ready.observe(4.0)
+    values: dict[str, list[str]] = {}
+    for text in scraped:
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values.setdefault(name, []).append(value)
+    series = [{"series": name if "{" in name else name + "{}", "values": " ".join(v)} for name, v in values.items()]
+    panels = [p for p in json.loads(mc.DASHBOARD.read_text())["panels"] if waker_panel(p)]
+    exprs = {t["expr"].replace("$__rate_interval", "5m"): t["legendFormat"] for p in panels for t in p["targets"]}
+    expected = {"{{source}}": 3}  # request, click and person: every source is served from the start
+    tests = [{"expr": f"count({expr})", "eval_time": "10m",
+              "exp_samples": [{"labels": "{}", "value": expected.get(legend, 1)}]} for expr, legend in exprs.items()]
+    tests.append({"expr": exprs_by_legend(exprs, "median"), "eval_time": "10m",
+                  "exp_samples": [{"labels": "{}", "value": 2.5}]})  # every one in the bucket (0, 5]: interpolated
+    with tempfile.TemporaryDirectory() as tmp:
+        test_file = Path(tmp) / "waker_test.yaml"
+        test_file.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": [
+            {"interval": "1m", "input_series": series, "promql_expr_test": tests}]}, sort_keys=False))
+        result = subprocess.run([str(built_tool("promtool")), "test", "rules", str(test_file)],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+    assert len(panels) == 2 and len(exprs) == 4
+
+
+def exprs_by_legend(exprs: dict[str, str], legend: str) -> str:
+    return next(expr for expr, shown in exprs.items() if shown == legend)

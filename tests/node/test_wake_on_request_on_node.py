@@ -15,7 +15,6 @@ tier figure, never asserted (the benchmark's business)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,16 +33,14 @@ from tests.browser import chromium
 from tests.conftest import ROOT, apply_manifest
 from tests.gateway import gateway_crds, httproute
 from tests.node.conftest import NAMESPACE, job_result, run_cronjob_now
-from tests.waker_process import free_port
 
 __all__ = ["gateway_crds"]
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("installed", "gateway_crds")]
 ARTIFACTS = ROOT / ".artifacts"
 OVERLAY = ROOT / "kustomize" / "overlays" / "local-with-waker"
 WAKER = "nsscaler-waker"
-#: the app: busybox's httpd serving one page, Ready once it answers
-APP_SCRIPT = ("/bin/busybox mkdir -p /www && echo '<!doctype html><title>shop</title><h1 id=app>THE SHOP APP</h1>' "
-              "> /www/index.html && exec /bin/busybox httpd -f -p 8080 -h /www")
+#: the app's page
+APP_PAGE = "<!doctype html><title>shop</title><h1 id=app>THE SHOP APP</h1>"
 
 
 @pytest.fixture(scope="module")
@@ -63,45 +60,15 @@ def waker_pods(api: AdminApi, control_plane: controlplane.ControlPlane) -> Itera
 def gateway(api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str,
             tmp_path: Path) -> Iterator[tuple[str, int]]:
     """Traefik watching the plane, and a Gateway `<prefix>gw/web` on its entry point; (namespace, port)."""
-    binary = traefik.ensure_traefik()
-    port, ping = free_port(), free_port()
     ns = prefix + "gw"
     api.create(builders.namespace(ns))
-    api.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-                "metadata": {"name": f"{prefix}traefik"}, "spec": {"controllerName": "traefik.io/gateway-controller"}})
-    api.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
-                "metadata": {"name": "web", "namespace": ns},
-                "spec": {"gatewayClassName": f"{prefix}traefik", "listeners": [
-                    {"name": "http", "protocol": "HTTP", "port": port,
-                     "allowedRoutes": {"namespaces": {"from": "All"}}}]}})
     log = tmp_path / "traefik.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(binary), f"--entryPoints.web.address=127.0.0.1:{port}", f"--entryPoints.ping.address=127.0.0.1:{ping}",
-             "--ping.entryPoint=ping", "--providers.kubernetesgateway=true", "--log.level=INFO",
-             "--global.checkNewVersion=false", "--global.sendAnonymousUsage=false"],
-            env={"KUBECONFIG": str(control_plane.admin_kubeconfig), "PATH": "/usr/bin:/bin"}, stdout=out,
-            stderr=subprocess.STDOUT)
     try:
-        wait_until(lambda: requests.get(f"http://127.0.0.1:{ping}/ping", timeout=2).ok, timeout=60, what="Traefik")
-        yield ns, port
+        with traefik.gateway(api, control_plane.admin_kubeconfig, namespace=ns, class_name=f"{prefix}traefik",
+                             log=log) as port:
+            yield ns, port
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        api.delete("GatewayClass", f"{prefix}traefik")
-        print(log.read_text(errors="replace")[-5000:])
-
-
-def app(api: AdminApi, ns: str) -> None:
-    """Deployment `web` (one busybox httpd Pod, Ready once it answers) and its Service `web:80`."""
-    deployment = builders.on_node(builders.deployment(ns, "web", 1), images.busybox_image())
-    (box,) = deployment["spec"]["template"]["spec"]["containers"]
-    box["command"] = ["/bin/busybox", "sh", "-c", APP_SCRIPT]
-    box["ports"] = [{"name": "http", "containerPort": 8080}]
-    box["readinessProbe"] = {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1, "failureThreshold": 1}
-    api.create(deployment)
-    api.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
-                "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
+        print(log.read_text(errors="replace")[-5000:] if log.exists() else "")
 
 
 def via(port: int, host: str, method: str = "GET", **headers: str) -> requests.Response:
@@ -143,7 +110,8 @@ def family_with_routes(api: AdminApi, prefix: str, gw_ns: str, host: str) -> tup
     api.create(builders.nsscaler(f"{prefix}q", prefix + "q", []))
     for suffix in ("v1", "v2", "v3", "q1"):
         api.create(builders.namespace(prefix + suffix))
-    app(api, prefix + "v1")
+    for obj in builders.web_app(prefix + "v1", images.busybox_image(), page=APP_PAGE):
+        api.create(obj)
     for ns, name in ((prefix + "v1", host), (prefix + "q1", f"q1.{prefix}shop.test")):
         api.create(httproute(ns, "shop", hostname=name, gateway=(gw_ns, "web"),
                              rules=[{"backendRefs": [{"name": "web", "port": 80}]}]))
