@@ -16,6 +16,8 @@ import json
 import logging
 import os
 import socket
+import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +28,6 @@ import requests
 from pykube.http import KubernetesHTTPAdapter
 
 from job.cluster import answers, kubeconfig
-from job.cluster.counts import RequestCounter
 from job.errors import ApiError, Conflict, StartupError
 from job.model.marks import FIELD_MANAGER
 from job.model.settings import Settings
@@ -62,6 +63,28 @@ class Access:
 
     def __str__(self) -> str:
         return f"{self.verb} {self.resource}{'.' + self.group if self.group else ''}"
+
+
+class RequestCounter:
+    """Requests sent, by verb (every attempt counts, retries included); shared by the run's threads."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        #: answers 429 (API Priority and Fairness had no seat for the request), each retried after Retry-After
+        self.throttled = 0
+
+    def add_throttled(self) -> None:
+        with self._lock:
+            self.throttled += 1
+
+    def add(self, verb: str) -> None:
+        with self._lock:
+            self._counts[verb] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self._counts.items()))
 
 
 def _load_config(settings: Settings, *, in_pod: bool | None = None) -> pykube.KubeConfig:
