@@ -16,12 +16,13 @@ COPY tools/sbom.py tools/
 # Its bytecode is compiled again, checked by nothing but its presence: pip's is checked against each source's mtime,
 # which the image's layer stores rounded to the second, so about half of it (pydantic's, urllib3's) no longer matched
 # and every run compiled those modules from source (PYTHONDONTWRITEBYTECODE keeps nothing); the image never changes.
+# `-f`: compileall leaves alone bytecode whose timestamp matches when it runs, which here is all of pip's.
 RUN /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/nsscaler \
  && /opt/build/bin/pip --python /opt/nsscaler/bin/python install --no-cache-dir --require-hashes --no-deps \
     -r requirements.lock \
  && /opt/build/bin/pip --python /opt/nsscaler/bin/python install --no-cache-dir --no-deps /wheels/*.whl \
- && /opt/nsscaler/bin/python -m compileall -q --invalidation-mode unchecked-hash /opt/nsscaler/lib \
+ && /opt/nsscaler/bin/python -m compileall -f -q --invalidation-mode unchecked-hash /opt/nsscaler/lib \
  && /opt/nsscaler/bin/python tools/sbom.py --output /sbom.cdx.json
 
 FROM python:3.12.8-slim-bookworm

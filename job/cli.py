@@ -34,7 +34,10 @@ def _settings_error(exc: ValidationError) -> str:
 
 
 def load_settings(argv: Sequence[str]) -> Settings:
-    settings = Settings(_cli_parse_args=list(argv))  # type: ignore[call-arg]  # pydantic-settings init kwarg
+    """Flags and the environment; without flags (the CronJob sets only environment variables) the command-line
+    parser is not even built: a few milliseconds of every run."""
+    # `_cli_parse_args` is pydantic-settings' init keyword
+    settings = Settings(_cli_parse_args=list(argv)) if argv else Settings()  # type: ignore[call-arg]
     if settings.own_namespace is None and _POD_NAMESPACE_FILE.exists():
         settings = settings.model_copy(update={"own_namespace": _POD_NAMESPACE_FILE.read_text().strip()})
     return settings
@@ -58,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CANNOT_START
     # The run's modules and the API client load only once the settings are good: `--help` and a bad setting
     # answer without them.
-    from job import release, report, run  # noqa: PLC0415
+    from job import report, run  # noqa: PLC0415
     from job.cluster.kube import Kube  # noqa: PLC0415
 
     report.setup_logging(log_format=settings.log_format, level=settings.log_level)
@@ -66,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         kube = Kube(settings)
         if releasing:
+            from job import release  # noqa: PLC0415  (`nsscaler release` only)
+
             released = release.release(kube, settings, now=started)
             release.log_report(released)
             return released.exit_code

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from job.cluster import routes
+from job.cluster.access import custom_kinds, preflight
 from job.cluster.kube import Kube
 from job.decide import release as release_api
 from job.decide.actions import ActionResult, Verb
@@ -78,6 +79,8 @@ def release(kube: Kube, settings: Settings, *, now: dt.datetime) -> ReleaseRepor
         passes += 1
         if not _sends(decision) and not decision.plan.waits:
             break  # nothing left to give back, or only what a release never touches
+        if passes == 1:  # what the release lacks is named before its first write (exit 2)
+            preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
         sent = _write(kube, snapshot, decision, settings=settings, now=at, stop_at=None)
         results += sent
         if settings.dry_run or time.monotonic() + TIER_POLL_SECONDS > give_up:

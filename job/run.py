@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from job.cluster import census as census_api
 from job.cluster import lease, read, routes
-from job.cluster.access import preflight, startup_error
+from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.kube import Kube
 from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
@@ -124,6 +124,8 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         snapshot = read_snapshot(kube, settings, now=now)
         stages.done("read")
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+        if any(decision.steps) or decision.needs:  # a run that writes: what it lacks is named before its first write
+            preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
         if not settings.dry_run and any(decision.steps):
             if not _may_write(kube, run_lease):
                 log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it",
@@ -221,7 +223,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
-    preflight(kube, settings, custom=[h for k, h in kinds.handlers.items() if k not in BUILTIN])
+    custom = [h for k, h in kinds.handlers.items() if k not in BUILTIN]
     try:
         namespaces = read.namespaces(kube)
         wakes = read.wakes(kube)
@@ -239,7 +241,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         tiered = tiers.namespaces_to_read(workloads, selection=selection, policies={p.name: p for p in policies})
         workloads, overheads = read.with_overheads(kube, read.whole_namespaces(kube, workloads, handlers, tiered))
     except ApiError as exc:
-        raise startup_error(kube, exc) from None
+        raise cannot_start(kube, exc, custom=custom) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
                     wakes=tuple(wakes), overheads=overheads, leaving=leaving)
 
@@ -267,6 +269,7 @@ def _look_again(kube: Kube, decision: Decision, results: list[ActionResult], *,
         frozen_now(seeded, results)
         found = census_api.census(kube, decision.plan.held_by, seeded, all_namespaces=namespaces)
     except ApiError as exc:
+        explain_forbidden(kube, exc)  # a permission missing: exit 2, naming it
         return outcome_api.SecondRead(seeded, unknown=str(exc))  # unknown is not done
     return outcome_api.SecondRead(found)
 

@@ -187,10 +187,27 @@ def build_project(log: Path, tag: str | None = None) -> None:
 @dataclass(frozen=True)
 class Contents:
     """What an image's Python environment holds: `pip freeze --all` of its venv's site-packages (pip, setuptools
-    and wheel included if there), and its SBOM."""
+    and wheel included if there), its SBOM, and its modules whose bytecode a run would not use as it is
+    (`bytecode_checked`)."""
 
     freeze: list[str]
     sbom: bytes
+    bytecode_checked: list[str]
+
+
+def bytecode_checked(site: Path) -> list[str]:
+    """The modules under `site` (relative paths) that have no bytecode, or bytecode checked against the source when
+    imported (a timestamp, or a checked hash): in an image whose files' modification times its layers round, and
+    which sets PYTHONDONTWRITEBYTECODE, each such module may be compiled again by every run. Only bytecode with an
+    unchecked hash (`compileall -f --invalidation-mode unchecked-hash`) is used as it is."""
+    tag = "cpython-" + site.parent.name.removeprefix("python").replace(".", "")  # lib/python3.11: the image's own
+    found = []
+    for source in sorted(site.rglob("*.py")):
+        compiled = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        flags = int.from_bytes(compiled.read_bytes()[4:8], "little") if compiled.exists() else None
+        if flags != 1:  # bit 0: hash-based; bit 1: check the source
+            found.append(str(source.relative_to(site)))
+    return found
 
 
 def contents(image: str, *, log: Path) -> Contents:
@@ -204,7 +221,8 @@ def contents(image: str, *, log: Path) -> Contents:
             assert len(sites) == 1, f"{image}: expected one site-packages in /opt/nsscaler, found {sites}"
             freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all", "--path", str(sites[0])],
                                     capture_output=True, text=True, check=True).stdout.splitlines()
-            return Contents(freeze=freeze, sbom=(rootfs / SBOM_PATH.lstrip("/")).read_bytes())
+            return Contents(freeze=freeze, sbom=(rootfs / SBOM_PATH.lstrip("/")).read_bytes(),
+                            bytecode_checked=bytecode_checked(sites[0]))
         finally:
             _buildah("umount", ctr, log=log)
     finally:

@@ -1,5 +1,9 @@
-"""What a run may do: the permissions it needs, one access review before it starts, and the one-line message
-of a run that cannot start (what to do, exit 2)."""
+"""What a run may do: the permissions it needs, the access review that names what is missing, and the one-line
+message of a run that cannot start (what to do, exit 2).
+
+The review is one request (a SelfSubjectRulesReview), sent only when it can matter: before the first write of a
+run that writes (so a missing permission is named, exit 2, before anything is written), and to explain a
+request refused with 403. A run that finds nothing to do sends it only if something is refused."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from job.model.autoscalers import HPA_PLURAL, SCALED_OBJECTS
 from job.model.kinds import BUILTIN, KindHandler, RecordedKind
 from job.model.marks import AGGREGATE_LABEL
 from job.model.settings import Settings
+from job.model.workloads import Workload
 
 CRD_PLURAL = "customresourcedefinitions"
 _WORKLOAD_VERBS = ("list", "get", "patch")
@@ -46,7 +51,8 @@ def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -
 
 
 def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] = ()) -> None:
-    """One access review: names what is missing, per custom kind, and how to grant it."""
+    """One access review: names what is missing, per custom kind, and how to grant it (StartupError); returns
+    when nothing is."""
     custom = list(custom)
     try:
         missing = missing_access(kube, required_access(settings, custom=custom),
@@ -67,6 +73,25 @@ def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] =
                          f"ClusterRole labelled {AGGREGATE_LABEL}=true that grants list, get and patch on it "
                          f"(docs/operating/custom-kinds.md)")
     raise StartupError("; ".join(parts))
+
+
+def explain_forbidden(kube: Kube, exc: ApiError, *, custom: Iterable[KindHandler] = ()) -> None:
+    """A request refused with 403: the access review names every missing permission (StartupError, exit 2).
+    Returns when it finds none missing (an admission policy may refuse with 403 too), and for any other error:
+    the caller goes on with it."""
+    if exc.status == 403:
+        preflight(kube, kube.settings, custom=custom)
+
+
+def cannot_start(kube: Kube, exc: ApiError, *, custom: Iterable[KindHandler] = ()) -> StartupError:
+    """The StartupError of a read the run cannot go without: a 403 explained by the access review first."""
+    explain_forbidden(kube, exc, custom=custom)
+    return startup_error(kube, exc)
+
+
+def custom_kinds(workloads: Iterable[Workload]) -> list[KindHandler]:
+    """The custom kinds among `workloads`, whose permissions the review names per kind."""
+    return list({w.kind: w.kind_handler for w in workloads if w.kind not in BUILTIN}.values())
 
 
 #: answers that say "not now", not "never": throttled by API Priority and Fairness, or unavailable

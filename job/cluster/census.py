@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from job.cluster.access import explain_forbidden
 from job.cluster.kube import Kube
 from job.decide import listing, pods
 from job.errors import ApiError
@@ -39,7 +40,8 @@ def census(kube: Kube, held: Iterable[str], found: pods.Census | None = None, *,
             try:
                 found.add_owners(kind, namespace, kube.list_all(version=api_version, plural=plural,
                                                                 namespace=namespace, metadata_only=True))
-            except ApiError as exc:  # the chain stops there; `explain` says why
+            except ApiError as exc:  # the chain stops there; `explain` says why (a permission missing: exit 2)
+                explain_forbidden(kube, exc)
                 found.failed(kind, namespace, str(exc))
                 log.warning("could not list %s to explain the Pods left: %s", plural, exc,
                             extra={"event": "owners-failed", "kind": kind})

@@ -1,7 +1,7 @@
 """What a run reads before it decides: policies, kinds (discovery), access, namespaces, workloads, autoscalers.
 
 The reads cost the same however many workloads there are: the NSScalers, the CRDs (only when a policy
-names a custom kind), one SelfSubjectRulesReview, the namespaces, the Wakes (one LIST), per kind one metadata-only LIST
+names a custom kind), the namespaces, the Wakes (one LIST), per kind one metadata-only LIST
 (cluster-wide, or, when the family is a small part of the cluster, our records cluster-wide and the rest per
 family namespace: `job.decide.listing`),
 whole objects only for the workloads a decision needs and metadata cannot settle, and, only in a run
@@ -122,10 +122,17 @@ def workloads(kube: Kube, kinds: reads.Kinds) -> list[Workload]:
     the objects without them (`job.decide.listing` decides from the item count the first page reports). Kinds no
     policy freezes are LISTed only where they carry our record (the restore sweep, selected by label).
 
-    Kinds are read side by side, `concurrency` at a time: their requests do not depend on each other, and
-    a steady state is mostly waiting for small responses."""
+    The restore sweeps go first, one after another on the run's connection: each is one small request that
+    almost always finds nothing, and sending them side by side cost more than it saved (a new connection and a
+    TLS handshake each, on both sides, and a thread: 0.2 s of wall and 0.05 s of client CPU of a steady state
+    of 100 namespaces, measured). The kinds a policy freezes, whose LISTs carry the family, are then read side
+    by side, `concurrency` at a time: their requests do not depend on each other."""
+    found = {h.kind: _read_kind(kube, h, kinds) for h in kinds.handlers if not listed_for(h, kinds.selected)}
+    selected = [h for h in kinds.handlers if listed_for(h, kinds.selected)]
     with ThreadPoolExecutor(max_workers=kube.settings.concurrency) as pool:
-        return [w for found in pool.map(lambda h: _read_kind(kube, h, kinds), kinds.handlers) for w in found]
+        found.update(zip((h.kind for h in selected), pool.map(lambda h: _read_kind(kube, h, kinds), selected),
+                         strict=True))
+    return [w for h in kinds.handlers for w in found[h.kind]]  # in the kinds' order, however they were read
 
 
 def _read_kind(kube: Kube, handler: KindHandler, kinds: reads.Kinds) -> list[Workload]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from job.cluster.access import explain_forbidden
 from job.cluster.kube import Kube
 from job.decide.actions import Action, ActionResult
 from job.decide.decision import Write
@@ -127,6 +128,7 @@ def write_statuses(kube: Kube, bodies: Iterable[tuple[str, dict[str, Any]]]) -> 
         try:
             kube.patch_status(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=name, status=status)
         except ApiError as exc:
+            explain_forbidden(kube, exc)  # a permission missing: exit 2, naming it
             if exc.status != 404:
                 failed[name] = str(exc)
                 log.error("could not write the status of NSScaler %s: %s", name, exc,
@@ -142,16 +144,21 @@ def write_wake_statuses(kube: Kube, updates: Iterable[tuple[Wake, dict[str, Any]
             kube.patch_status(version=policy_api.API_VERSION, plural=wake_api.PLURAL, name=wake.name,
                               namespace=wake.namespace, status=status)
         except ApiError as exc:
+            explain_forbidden(kube, exc)
             if exc.status != 404:
                 log.warning("could not write the status of Wake %s/%s: %s", wake.namespace, wake.name, exc,
                             extra={"event": "wake-status-failed", "namespace": wake.namespace, "wake": wake.name})
 
 
 def send_events(kube: Kube, events: Iterable[Event], *, now: dt.datetime) -> None:
+    explained = False
     for event in events:
         try:
             kube.create_event(namespace=event.namespace, involved=dict(event.involved), reason=event.reason,
                               message=event.message, warning=event.warning, now=now)
-        except ApiError as exc:  # an Event is a courtesy: never fail a run for it
+        except ApiError as exc:  # an Event is a courtesy: never fail a run for it (unless a permission is missing)
+            if not explained:  # one access review, however many Events are refused
+                explain_forbidden(kube, exc)
+                explained = exc.status == 403
             log.warning("could not record Event %s on %s: %s", event.reason, event.involved["name"], exc,
                         extra={"event": "event-failed"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 import yaml
@@ -86,6 +87,57 @@ def test_missing_rbac_names_every_missing_permission_and_changes_nothing(api, ru
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last run said: {last}") from None
         assert api.replicas("Deployment", prefix + "v1", "d-web") == 2
+    finally:
+        api.delete("ClusterRoleBinding", f"{prefix}partial")
+        api.delete("ClusterRole", f"{prefix}partial")
+
+
+def _shipped_role_without(name: str, *, group: str, resource: str) -> dict[str, Any]:
+    """The shipped base ClusterRole, named `name`, without the rules on `resource` in `group`."""
+    role = next(d for d in yaml.safe_load_all((ROOT / "kustomize/base/rbac.yaml").read_text())
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "nsscaler-base")
+    role = copy.deepcopy(role)
+    role["metadata"] = {"name": name}
+    role["rules"] = [r for r in role["rules"] if not (group in r["apiGroups"] and resource in r["resources"])]
+    return role
+
+
+@pytest.mark.parametrize(("group", "resource", "named"), [
+    pytest.param("", "pods", "list pods", id="the Pod census"),
+    pytest.param("operators.wubw.fun", "nsscalers/status", "patch nsscalers/status.operators.wubw.fun",
+                 id="the status"),
+])
+@pytest.mark.usefixtures("settled_cluster")
+def test_a_run_with_nothing_to_write_names_a_missing_permission_when_refused(api, run_job, prefix, service_account,
+                                                                             group, resource, named):
+    """A run that writes nothing sends no access review up front: the request a missing permission refuses
+    (403) is explained by one, and the run says it as a run that cannot start always did (exit 2, one line)."""
+    ns, kubeconfig = service_account
+    make_family(api, prefix, {"v1": {"d-web": 2}, "v2": {"d-web": 1}})
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0  # as admin: v1 frozen; the next run has nothing to write
+    assert run_job().requests.get("create") is None
+    api.create(_shipped_role_without(f"{prefix}partial", group=group, resource=resource))
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{prefix}partial"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{prefix}partial"},
+                "subjects": [{"kind": "ServiceAccount", "name": "job", "namespace": ns}]})
+    try:
+        last: list[str] = []
+
+        def named_alone() -> bool:
+            result = run_job(kubeconfig=kubeconfig)
+            last[:] = [result.stderr]
+            lines = error_lines(result.stderr)
+            return result.exit_code == 2 and len(lines) == 1 and lines[0].endswith(
+                f"missing RBAC permissions: {named}; apply the ClusterRole from kustomize/base "
+                f"(kubectl apply -k kustomize/overlays/prod)")
+        try:
+            wait_until(named_alone, timeout=20, what=f"the run to name only {named}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last run said: {last}") from None
+        assert api.replicas("Deployment", prefix + "v1", "d-web") == 0
+        assert api.replicas("Deployment", prefix + "v2", "d-web") == 1
     finally:
         api.delete("ClusterRoleBinding", f"{prefix}partial")
         api.delete("ClusterRole", f"{prefix}partial")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
@@ -19,7 +20,7 @@ from devtools.cluster import traefik
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
 from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_RULES, DOMAIN, FINALIZER_ROUTES
-from tests.conftest import CRD, WAKE_CRD, apply_manifest, plane_of_its_own
+from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
 from tests.integration.test_restore_tiers_faults import restore_stamp
 
@@ -232,3 +233,46 @@ def test_a_release_brings_back_the_routes_pointed_at_the_waker_and_says_so_while
     assert code == 0, said
     assert api.get("HTTPRoute", "shop", held)["spec"] == before
     assert FINALIZER_ROUTES not in (api.get("NSScaler", f"{prefix}p")["metadata"].get("finalizers") or [])
+
+
+def test_a_release_names_a_missing_permission_before_its_first_write(api: AdminApi, run_job, prefix,
+                                                                     control_plane: ControlPlane, tmp_path: Path):
+    """The access review comes before a release's first write, as before a run's: without `patch deployments`
+    nothing is given back, and one line names exactly that permission (exit 2)."""
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2", f"{prefix}sa"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    frozen = family(api, prefix)
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "job", "namespace": f"{prefix}sa"}})
+    kubeconfig = control_plane.service_account_kubeconfig(tmp_path / "sa", f"{prefix}sa", "job")
+    role = next(d for d in yaml.safe_load_all((ROOT / "kustomize/base/rbac.yaml").read_text())
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "nsscaler-base")
+    role = {**role, "metadata": {"name": f"{prefix}partial"}}
+    role["rules"] = [{**r, "resources": [x for x in r["resources"] if x != "deployments"]}
+                     if "patch" in r["verbs"] and "apps" in r["apiGroups"] else r for r in role["rules"]]
+    role["rules"].append({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "get"]})
+    api.create(role)
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{prefix}partial"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{prefix}partial"},
+                "subjects": [{"kind": "ServiceAccount", "name": "job", "namespace": f"{prefix}sa"}]})
+    try:
+        said: list[str] = []
+
+        def refused() -> bool:
+            code, err = release(kubeconfig)
+            said[:] = [err]
+            return code == 2 and err.rstrip().endswith(
+                "missing RBAC permissions: patch deployments.apps; apply the ClusterRole from kustomize/base "
+                "(kubectl apply -k kustomize/overlays/prod)")
+        try:
+            wait_until(refused, timeout=20, what="the release to name only patch deployments")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last release said: {said}") from None
+        assert family(api, prefix) == frozen
+    finally:
+        api.delete("ClusterRoleBinding", f"{prefix}partial")
+        api.delete("ClusterRole", f"{prefix}partial")

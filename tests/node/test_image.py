@@ -49,6 +49,7 @@ def test_two_builds_of_the_image_hold_the_lock_and_nothing_else(tmp_path: Path, 
                 images.remove_image(tag, log=log)
     first, second = built
     assert first.freeze == second.freeze
+    assert first.bytecode_checked == [], f"every run would compile these again: {first.bytecode_checked[:10]}"
     assert first.sbom == second.sbom, "the SBOM of the same commit changed between builds"
     assert images.sbom_file().read_bytes() == second.sbom, "the cache's SBOM is not the image's"
 

@@ -32,6 +32,20 @@ def test_invalid_settings_exit_2_with_the_field_and_reason(argv, env, expected, 
     assert len(err.strip().splitlines()) == 1, err
 
 
+def test_settings_from_the_environment_alone_are_read_without_the_command_line_parser(monkeypatch):
+    """The CronJob passes no flags: its settings come from the environment, as they would with the parser."""
+    from job.cli import load_settings  # noqa: PLC0415
+    from job.model.settings import Settings  # noqa: PLC0415
+
+    for key, value in {"NSSCALER_DRY_RUN": "true", "NSSCALER_DEFAULT_KINDS": "Deployment,CronJob",
+                       "NSSCALER_LOG_FORMAT": "JSON", "NSSCALER_PROTECTED_NAMESPACES": '["a", "b"]',
+                       "NSSCALER_SOFT_DEADLINE": "540"}.items():
+        monkeypatch.setenv(key, value)
+    assert load_settings([]) == Settings(_cli_parse_args=[])  # type: ignore[call-arg]
+    assert load_settings([]).dry_run is True and load_settings([]).log_format == "json"
+    assert load_settings(["--no-dry-run"]).dry_run is False
+
+
 def test_missing_kubeconfig_says_what_to_do(tmp_path, capsys):
     assert main(["--kubeconfig", str(tmp_path / "nope")]) == EXIT_CANNOT_START
     err = capsys.readouterr().err
