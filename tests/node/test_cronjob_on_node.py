@@ -108,9 +108,12 @@ def _aggregated_grants_pods(api) -> bool:
     return any(r.get("resources") == ["pods"] for r in api.get("ClusterRole", "nsscaler").get("rules") or [])
 
 
-def test_exit_2_on_a_missing_permission_fails_the_job_at_once(control_plane, api):
+def test_exit_2_on_a_missing_permission_fails_the_job_at_once(control_plane, api, prefix):
     # The ServiceAccount's ClusterRole is aggregated: the rule goes from the labelled base role, and the
     # aggregation controller takes it out of `nsscaler` (an edit of `nsscaler` itself would be undone).
+    # A held namespace: the run needs the Pod census, whose refused LIST the access review then explains.
+    api.create(builders.namespace(prefix + "v1"))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
     role = api.get("ClusterRole", "nsscaler-base")
     kept = [r for r in role["rules"] if r["resources"] != ["pods"]]
     assert len(kept) == len(role["rules"]) - 1
