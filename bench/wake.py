@@ -72,9 +72,7 @@ def freeze(plane: controlplane.ControlPlane, api: AdminApi, rep: str) -> None:
 def install(plane: controlplane.ControlPlane, api: AdminApi) -> None:
     kubectl(plane, "apply", "--server-side", "-k", str(OVERLAY))
     api.patch("CronJob", "nsscaler", {"spec": {"suspend": True}}, NS)
-    for crd in sorted(traefik.ensure_gateway_crds().glob("*.yaml")):
-        kubectl(plane, "apply", "--server-side", "-f", str(crd))
-    wait_until(lambda: api.crd_established("httproutes.gateway.networking.k8s.io"), timeout=60, what="HTTPRoutes")
+    traefik.install_gateway_crds(api, plane.admin_kubeconfig, versions.bin_dir() / "kubectl")
     wait_until(lambda: (api.get("Deployment", "nsscaler-waker", NS).get("status") or {}).get("readyReplicas") == 2,
                timeout=240, what="the waker")
     for ns in (HELD, "bench-wake-v2", "bench-wake-gw"):

@@ -4,26 +4,22 @@ devtools.cluster.traefik) installed on the session's control plane, and builders
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane, tools, traefik
-from tests.conftest import apply_manifest
+from tests.conftest import kubectl
 
 
 @pytest.fixture(scope="session")
 def gateway_crds(api: AdminApi, control_plane: controlplane.ControlPlane) -> None:
     try:
-        folder = traefik.ensure_gateway_crds()
+        traefik.install_gateway_crds(api, control_plane.admin_kubeconfig, Path(kubectl()))
     except tools.SourceUnavailable as exc:
         pytest.skip(f"no Gateway API CRDs: {exc}")
-    for crd in sorted(folder.glob("*.yaml")):
-        apply_manifest(control_plane.admin_kubeconfig, crd)
-    for name in ("httproutes", "referencegrants", "gateways", "gatewayclasses"):
-        wait_until(lambda n=name: api.crd_established(f"{n}.gateway.networking.k8s.io"), timeout=60,
-                   what=f"the {name} CRD")
 
 
 def httproute(ns: str, name: str, *, hostname: str, rules: list[dict[str, Any]],

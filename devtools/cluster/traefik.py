@@ -127,6 +127,16 @@ def ensure_gateway_crds() -> Path:
     return out
 
 
+def install_gateway_crds(api: AdminApi, kubeconfig: Path, kubectl: Path) -> None:
+    """The Gateway API CRDs Traefik pins, applied server-side with `kubectl`; returns once each is established."""
+    for crd in sorted(ensure_gateway_crds().glob("*.yaml")):
+        subprocess.run([str(kubectl), "--kubeconfig", str(kubeconfig), "apply", "--server-side", "--force-conflicts",
+                        "-f", str(crd)], check=True, capture_output=True, text=True)
+    for name in ("httproutes", "referencegrants", "gateways", "gatewayclasses"):
+        wait_until(lambda n=name: api.crd_established(f"{n}.gateway.networking.k8s.io"), timeout=60,
+                   what=f"the {name} CRD")
+
+
 @contextlib.contextmanager
 def gateway(api: AdminApi, kubeconfig: Path, *, namespace: str, class_name: str, log: Path) -> Iterator[int]:
     """Traefik on the host watching the plane (its Gateway API provider, with `kubeconfig`), and a Gateway

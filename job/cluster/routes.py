@@ -32,9 +32,8 @@ POLL_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class RoutesDone:
-    """What the routes' stage did: `point`/`restore` lines per route, and what went wrong."""
+    """What went wrong in the routes' stage (each route it changed is logged), and what still waits."""
 
-    changed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     #: awake namespaces whose routes still wait for their workloads when the stage ended
     waiting: list[str] = field(default_factory=list)
@@ -164,7 +163,6 @@ def _carry_out(kube: Kube, plan: decide.RoutePlan, waker: hr.Waker, done: Routes
         except ApiError as exc:
             done.problems.append(f"{step.verb} {step.ref}: {exc}")
             continue
-        done.changed.append(f"{step.verb} {step.ref}")
         if step.verb == "restore":
             restored.add((step.namespace, step.name))
         log.info("%s %s (%s)", "pointed at the waker:" if step.verb == "point" else "restored:", step.ref,

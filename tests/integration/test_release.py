@@ -20,7 +20,7 @@ from devtools.cluster import traefik
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
 from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_RULES, DOMAIN, FINALIZER_ROUTES
-from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, plane_of_its_own
+from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, kubectl, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
 from tests.integration.test_restore_tiers_faults import restore_stamp
 
@@ -209,9 +209,7 @@ def test_a_release_brings_back_the_routes_pointed_at_the_waker_and_says_so_while
     """A route pointed at the waker is part of what nsscaler holds: the release gives its workloads back, then its
     rules once they are available, and the routes finalizer goes with it. While the workloads are not available
     yet, the release fails naming the route, and a second release finishes."""
-    for crd in sorted(traefik.ensure_gateway_crds().glob("*.yaml")):
-        apply_manifest(control_plane.admin_kubeconfig, crd)
-    wait_until(lambda: api.crd_established("httproutes.gateway.networking.k8s.io"), timeout=60, what="HTTPRoutes")
+    traefik.install_gateway_crds(api, control_plane.admin_kubeconfig, Path(kubectl()))
     held, sys_ns = f"{prefix}v1", f"{prefix}sys"
     for ns in (held, sys_ns):
         api.create(builders.namespace(ns))
