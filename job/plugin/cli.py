@@ -107,7 +107,10 @@ def wake(kube: Kube, args: argparse.Namespace, *, now: dt.datetime) -> int:
     name, by = created["metadata"]["name"], (created.get("spec") or {}).get("requestedBy", "?")
     print(f"Wake {ns}/{name} created by {by} for {args.duration} (until {_stamp(now + length)} at most; the "
           f"policy may cap it).")
-    print(f"It is Pending until the next run restores {ns}: {next_run_words(kube, args.cronjob, now=now)}.")
+    # Where the waker runs, it starts a run for this Wake at once; the plugin cannot see that (an editor of one
+    # namespace may not read nsscaler's), so it says both.
+    print(f"It is Pending until a run restores {ns}: at once where nsscaler's waker runs, otherwise at the "
+          f"{next_run_words(kube, args.cronjob, now=now)}.")
     return 0
 
 

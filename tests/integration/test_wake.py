@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi
@@ -89,7 +90,7 @@ def test_a_user_with_edit_wakes_a_held_namespace_on_the_record(api: AdminApi, co
     grant_edit(api, ns, alice)
     woke = alice.plugin("wake", "-n", ns, "--for", "3h", "--reason", "customer demo")
     assert woke.returncode == 0, woke.stderr
-    assert "Pending until the next run" in woke.stdout and "next nsscaler run: unknown" in woke.stdout
+    assert "Pending until a run restores" in woke.stdout and "next nsscaler run: unknown" in woke.stdout
     wake = only_wake(api, ns)
     assert wake["spec"]["requestedBy"] == alice.name and wake["status"] == {"state": "Pending"}
 
@@ -138,6 +139,12 @@ def test_only_edit_may_wake_and_the_requester_cannot_be_forged(api: AdminApi, pe
     assert f"spec.requestedBy must be your own user name, {alice.name}" in forged.text
     own = alice.post(builders.wake(ns, "3h", name="own", requestedBy=alice.name))  # her own name is no forgery
     assert own.status_code == 201, own.text
+    # the sample Wake, as written but for its namespace and the user it names, is accepted on every version
+    sample = yaml.safe_load((ROOT / "kustomize/samples/wake.yaml").read_text())
+    assert sample["spec"]["requestedBy"] == "alice"
+    sample["metadata"]["namespace"], sample["spec"]["requestedBy"] = ns, alice.name
+    assert alice.post(sample).status_code == 201
+    api.delete("Wake", sample["metadata"]["name"], namespace=ns)
     assert [w["metadata"]["name"] for w in api.list("Wake", ns)] == ["own"]
     # even cluster-admin cannot change alice's wake under her name (deleting it is another matter)
     taken = api.http.patch(api.url("Wake", ns, "own"), json={"spec": {"duration": "8h"}}, timeout=30,
