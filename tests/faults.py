@@ -62,6 +62,8 @@ class FaultProxy:
         self.rewrite = rewrite
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
+        #: connections the clients opened (each costs a TLS handshake on both sides)
+        self.connections = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition()
         self._in_flight = 0
@@ -100,6 +102,11 @@ class FaultProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:  # one handler per connection the client opens
+                with proxy._lock:
+                    proxy.connections += 1
+                super().setup()
 
             def log_message(self, format: str, *args: object) -> None:
                 return

@@ -9,6 +9,7 @@ from devtools import builders
 from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
 from tests.conftest import ROOT, make_family
+from tests.faults import FaultProxy
 
 FAMILY = {
     "v1": {"d-web": 3, "s-db": 1},
@@ -186,3 +187,20 @@ def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, run_job, pre
     assert large.pop("version") == 1  # the server's version, read once at the start
     assert "create" not in large  # no access review: nothing is written but the status, and nothing refused
     assert sum(large.values()) <= 13  # 14 with an access review up front; 12 before the DaemonSets and the Wakes
+
+
+def test_a_steady_state_sends_every_request_on_one_connection(api: AdminApi, control_plane, run_job, prefix,
+                                                                admin_token, tmp_path):
+    """A run that finds its family as it left it reads a few small pages: a second connection (a thread, a TLS
+    handshake on both sides) would cost more than any overlap it buys. The proxy counts what the run opens."""
+    make_family(api, prefix, {"v1": {"d-web": 2, "s-db": 1}, "v2": {"d-api": 1}})
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0  # the freeze
+    assert api.replicas("Deployment", prefix + "v1", "d-web") == 0
+    assert api.replicas("StatefulSet", prefix + "v1", "s-db") == 0
+    with FaultProxy(control_plane, fraction=0.0) as proxy:
+        steady = run_job(kubeconfig=proxy.kubeconfig(tmp_path / "proxy", admin_token))
+    assert steady.exit_code == 0, steady.stderr
+    assert steady.requests.get("patch") == 1  # the status, nothing else written
+    assert proxy.connections == 1, proxy.connections
+    assert api.replicas("Deployment", prefix + "v2", "d-api") == 1
