@@ -166,13 +166,19 @@ class CgroupPeaks(threading.Thread):
     def run(self) -> None:
         while not self.halt.is_set():
             for pattern in self.PATTERNS:
-                for path in Path("/sys/fs/cgroup").glob(pattern):
-                    try:
-                        value = int(path.read_text())
-                    except (OSError, ValueError):
-                        continue
-                    self.peaks[str(path.parent)] = max(value, self.peaks.get(str(path.parent), 0))
+                try:
+                    self._sample(Path("/sys/fs/cgroup").glob(pattern))
+                except OSError:  # kubelet removed a cgroup folder while the walk was in it: walk again
+                    continue
             time.sleep(0.05)
+
+    def _sample(self, paths: Iterator[Path]) -> None:
+        for path in paths:
+            try:
+                value = int(path.read_text())
+            except (OSError, ValueError):
+                continue
+            self.peaks[str(path.parent)] = max(value, self.peaks.get(str(path.parent), 0))
 
     def of_container(self, container_id: str) -> int:
         found = [v for path, v in self.peaks.items() if path.endswith("/" + container_id)]
