@@ -134,12 +134,11 @@ def workloads(kube: Kube, kinds: reads.Kinds) -> list[Workload]:
     left: dict[Kind, Callable[[], list[Workload]]] = {}
     for handler in kinds.handlers:
         if listed_for(handler, kinds.selected):
-            read = _start(kube, handler, kinds)
-            if callable(read):
-                left[handler.kind] = read
-            else:
-                found[handler.kind] = read
-    found.update(_side_by_side(left, workers=kube.settings.concurrency))
+            found[handler.kind], rest = _start(kube, handler, kinds)
+            if rest is not None:
+                left[handler.kind] = rest
+    for kind, more in _side_by_side(left, workers=kube.settings.concurrency).items():
+        found[kind] += more
     return [w for h in kinds.handlers for w in found[h.kind]]  # in the kinds' order, however they were read
 
 
@@ -152,9 +151,10 @@ def _side_by_side(reads_left: dict[Kind, Callable[[], list[Workload]]], *,
 
 
 def _start(kube: Kube, handler: KindHandler,
-           kinds: reads.Kinds) -> list[Workload] | Callable[[], list[Workload]]:
-    """The first page of a kind a policy freezes: every object of the kind when it is all there is, else the
-    rest of the reading, to be done (`workloads` decides whether beside another kind's)."""
+           kinds: reads.Kinds) -> tuple[list[Workload], Callable[[], list[Workload]] | None]:
+    """The first page of a kind a policy freezes: what it holds that the run keeps, and the rest of the
+    reading still to do (None when the page was all of the kind; `workloads` decides whether it is done beside
+    another kind's)."""
     family = kinds.family.get(handler.kind)
     # The first page's item count decides the way for the rest. It is a whole page, so that a run that
     # reads cluster-wide sends no request more than a plain paginated LIST, unless the family is a tiny
@@ -169,16 +169,16 @@ def _start(kube: Kube, handler: KindHandler,
                                                     page_size=kube.settings.page_size):
         log.debug("reading %s per namespace: %d in the family, %s in the cluster", handler.plural, len(family),
                   total, extra={"event": "read", "kind": str(handler.kind), "way": "per-namespace"})
-        return functools.partial(_family_in_namespaces, kube, handler, sorted(family))
+        return [], functools.partial(_family_in_namespaces, kube, handler, sorted(family))
     log.debug("reading %s cluster-wide: %s in the cluster", handler.plural, total,
               extra={"event": "read", "kind": str(handler.kind), "way": "cluster-wide"})
     first = [from_api(handler, o, metadata_only=True) for o in probe]
     if reads.mostly_to_freeze(first, kinds.guess):  # a first run: read whole objects at once
-        return lambda: [from_api(handler, o) for o in kube.list_all(version=handler.api_version,
-                                                                    plural=handler.plural)]
+        return [], lambda: [from_api(handler, o) for o in kube.list_all(version=handler.api_version,
+                                                                        plural=handler.plural)]
     if not token:
-        return first
-    return lambda: first + [from_api(handler, o, metadata_only=True) for o in kube.list_all(
+        return first, None
+    return first, lambda: [from_api(handler, o, metadata_only=True) for o in kube.list_all(
         version=handler.api_version, plural=handler.plural, metadata_only=True, resume=token,
         page_size=_rest_page(total, kube.settings.page_size))]
 
