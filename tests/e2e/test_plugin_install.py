@@ -1,6 +1,6 @@
 """The plugin as docs/using/plugin.md installs it: its one line run by real pipx, then nothing else on PATH but
-what pipx installed and kubectl; then a developer with `edit` in one namespace, whose KUBECONFIG is two files,
-wakes it."""
+what pipx installed and kubectl; then a developer with `edit` in one held namespace, whose KUBECONFIG is two
+files, wakes it, and the next run gives it back."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from devtools import builders
 from devtools.builders import AdminApi
 from devtools.cluster import controlplane
-from tests.conftest import ROOT, kubectl
+from tests.conftest import ROOT, kubectl, make_family
 from tests.users import User, grant_edit
 
 PAGE = (ROOT / "docs/using/plugin.md").read_text()
@@ -59,10 +61,14 @@ def as_developer(bin_dir: Path, kubeconfig: str, home: Path, *args: str) -> subp
 
 
 @pytest.mark.usefixtures("wake_admission")
-def test_an_edit_only_user_with_a_two_file_kubeconfig_wakes_a_namespace_with_the_installed_plugin(
-        installed: Path, api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str, tmp_path: Path):
+def test_an_edit_only_user_with_a_two_file_kubeconfig_wakes_a_held_namespace_with_the_installed_plugin(
+        installed: Path, api: AdminApi, control_plane: controlplane.ControlPlane, prefix: str, tmp_path: Path,
+        run_job: Any):
     ns = prefix + "v1"
-    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    make_family(api, prefix, {"v1": {"d-web": 2}, "v2": {"d-web": 1}})
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job().exit_code == 0
+    assert api.replicas("Deployment", ns, "d-web") == 0  # held
     alice = User(control_plane, f"{prefix}alice", tmp_path)
     grant_edit(api, ns, alice)
     own = yaml.safe_load(alice.kubeconfig.read_text())
@@ -82,3 +88,6 @@ def test_an_edit_only_user_with_a_two_file_kubeconfig_wakes_a_namespace_with_the
     assert re.match(rf"Wake {ns}/\S+ created by {alice.name} for 1h ", woken.stdout), woken.stdout
     (wake,) = api.list("Wake", namespace=ns)
     assert wake["spec"]["requestedBy"] == alice.name and wake["spec"]["reason"] == "customer demo"
+    assert run_job().exit_code == 0  # the next run
+    assert api.replicas("Deployment", ns, "d-web") == 2  # back exactly
+    assert api.replicas("Deployment", prefix + "v2", "d-web") == 1
