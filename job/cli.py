@@ -12,12 +12,11 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from job.errors import StartupError, unexpected
+from job.errors import EXIT_CANNOT_START, EXIT_FAILED, StartupError, unexpected
 from job.model.settings import Settings
 
 log = logging.getLogger("nsscaler")
 
-EXIT_OK, EXIT_FAILED, EXIT_CANNOT_START = 0, 1, 2
 _POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -87,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     result = dataclasses.replace(result, finished=dt.datetime.now(dt.UTC))
     text, fields = report.summary(result)
-    log.log(logging.ERROR if result.failed else logging.INFO, text, extra=fields)
+    level = logging.ERROR if result.failed else logging.WARNING if result.lease_held_by else logging.INFO
+    log.log(level, text, extra=fields)
     if settings.output == "json":
         report.write_json(result, sys.stdout)
     elif settings.dry_run:

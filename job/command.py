@@ -30,13 +30,14 @@ def main() -> NoReturn:
     gc.disable()
     try:
         from job import cli  # noqa: PLC0415  (loaded with the collector off: the point of this module)
+        from job.errors import EXIT_FAILED  # noqa: PLC0415
     finally:
         gc.freeze()
         gc.enable()
     try:
         code = cli.main()
     except BrokenPipeError:  # whoever read the output went away (`| head`): stop quietly, as other commands do
-        code = cli.EXIT_FAILED
+        code = EXIT_FAILED
     logging.shutdown()  # every handler flushed and closed
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader that went away: nothing left to say to it

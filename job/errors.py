@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+#: The command's exit codes (docs/reference/exit-codes.md). 2 fails the Job at once (podFailurePolicy); 3 is a
+#: run that waited for another run's Lease, gave up and wrote nothing: not a success, and not worth retrying
+#: at once either, since the run that holds the Lease is doing the work.
+EXIT_OK, EXIT_FAILED, EXIT_CANNOT_START, EXIT_LEASE_HELD = 0, 1, 2, 3
+
 
 class StartupError(Exception):
     """The run cannot start (bad settings, no credentials, CRD or RBAC missing, API unreachable).

@@ -79,6 +79,10 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         "lease_requests": report.lease_requests,
     }
     requests = " ".join(f"{verb}={n}" for verb, n in report.requests.items())
+    if report.lease_held_by is not None:
+        return (f"run wrote nothing: another run holds the run Lease ({report.lease_held_by}) and still did when "
+                f"this run's wait ended; statuses and Events left as that run writes them; requests: "
+                f"{requests or 'none'}; exit {report.exit_code}"), fields
     text = (f"run finished: {fields['policies']} policies ({fields['invalid']} invalid), froze {fields['frozen']}, "
             f"restored {fields['restored']}, dry-run {fields['planned']}, failed {fields['failed']} in "
             f"{seconds:.2f}s; requests: {requests or 'none'}"

@@ -23,7 +23,7 @@ from job.cluster import census as census_api
 from job.cluster import lease, read, routes
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.kube import Kube
-from job.cluster.write import carry_out, send_events, write_statuses, write_wake_statuses
+from job.cluster.write import DEADLINE, carry_out, send_events, write_statuses, write_wake_statuses
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
 from job.decide import reads, tiers, waking
@@ -35,7 +35,7 @@ from job.decide.outcome import PolicyOutcome
 from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_workloads, sizes_needed
 from job.decide.pods import Census
 from job.decide.status import build_status
-from job.errors import ApiError
+from job.errors import EXIT_LEASE_HELD, ApiError
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN
 from job.model.policy import InvalidPolicy, Policy
@@ -60,7 +60,7 @@ class RunReport:
     finished: dt.datetime | None = None
     #: responses 429 (Too Many Requests: API Priority and Fairness queued the run out), each retried
     throttled: int = 0
-    #: who held the run Lease all the while this run could wait: it then read and wrote nothing (exit 0)
+    #: who held the run Lease all the while this run could wait: it then wrote nothing, statuses included (exit 3)
     lease_held_by: str | None = None
     #: of `requests`, what the run Lease cost (none in a run that had nothing to write)
     lease_requests: dict[str, int] = field(default_factory=dict)
@@ -72,6 +72,8 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
+        if self.lease_held_by is not None:
+            return EXIT_LEASE_HELD
         return 1 if self.failed else 0
 
     def count(self, outcome: str, verb: Verb | None = None) -> int:
@@ -93,18 +95,17 @@ class _Stages:
         self.requests[name], self.sent = total - self.sent, total
 
 
-#: how long a run waits at most while another run holds the run Lease
-LEASE_WAIT = 60.0
-
-
 def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     """Reconcile every NSScaler once. One run writes at a time across the cluster: a run that has something to
-    write takes the run Lease first (`job.decide.lease`), waiting at most `LEASE_WAIT` seconds (never past the soft
-    deadline: by then it could write nothing anyway) while another run holds it; if the other run holds it all
-    that while, this one writes nothing and says who holds it (exit 0: the holder does the work). A run that finds
-    nothing to do never asks for the Lease. Raises StartupError when the run cannot start at all."""
-    wait = min(LEASE_WAIT, settings.soft_deadline or LEASE_WAIT)
-    run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait)
+    write takes the run Lease first (`job.decide.lease`), waiting at most `--lease-wait` (and half the soft
+    deadline: the rest is for its own work) while another live run holds it; if the other run holds it all that
+    while, this one writes nothing, not even the statuses, says who holds it and exits 3. While it writes, it
+    renews the Lease; a renewal late or refused stops its writes (the next run goes on). A run that finds nothing
+    to do never asks for the Lease. Raises StartupError when the run cannot start at all."""
+    wait = settings.lease_wait if settings.soft_deadline is None else min(settings.lease_wait,
+                                                                           settings.soft_deadline / 2)
+    me = lease.identity(pod_name=settings.pod_name, pod_uid=settings.pod_uid)
+    run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait, me=me)
     return _run(kube, settings, now=now, run_lease=run_lease)
 
 
@@ -113,6 +114,16 @@ def _may_write(kube: Kube, run_lease: lease.RunLease) -> bool:
         return run_lease.ensure()
     except ApiError as exc:
         raise startup_error(kube, exc) from None
+
+
+def _lease_lost(run_lease: lease.RunLease, results: list[ActionResult]) -> list[str]:
+    """What a run that lost its Lease mid-run says (exit 1): the changes it did not send, and that the statuses
+    and Events are the next run's."""
+    if run_lease.lost is None:
+        return []
+    unsent = sum(1 for r in results if r.outcome == "deferred")
+    return [f"lost the run Lease mid-run ({run_lease.lost}): {unsent} changes not sent, no status or Event "
+            f"written; every change sent is recorded on its workload, and the next run goes on"]
 
 
 def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.RunLease) -> RunReport:
@@ -128,14 +139,17 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
             preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
         if not settings.dry_run and any(decision.steps):
             if not _may_write(kube, run_lease):
-                log.info("another run holds the run Lease (%s): this run writes nothing and leaves the work to it",
-                         run_lease.held_by, extra={"event": "lease-held", "holder": str(run_lease.held_by)})
-                return replace(report, lease_held_by=str(run_lease.held_by))  # the counts: below
+                holder = str(run_lease.held_by)
+                send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings),
+                            now=now)
+                return replace(report, lease_held_by=holder)  # the counts: below
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
                 snapshot = read_snapshot(kube, settings, now=now)
                 snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
         stages.done("decide")
-        results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at)
+        # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
+        holding = (lambda: True) if settings.dry_run else run_lease.holding
+        results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at, holding=holding)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at, may_write=lambda: _may_write(kube, run_lease))
         followed = routes.follow_holds(kube, snapshot, decision, settings=settings,  # the last restore tier
@@ -146,10 +160,10 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
                                         settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),
-                                   *followed.problems])
+                                   *followed.problems, *_lease_lost(run_lease, results)])
         stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
-                                                  now=now))
+                                                  now=now, writes=run_lease.lost is None))
         _log_problems(decision)
         _log_waits(decision)
         stages.done("report")
@@ -203,7 +217,8 @@ def _restore_tiers(kube: Kube, snapshot: Snapshot, decision: Decision, results: 
         snapshot, later = _decided(kube, snapshot, settings=settings, now=at, within=waiting)
         if not settings.dry_run and any(later.steps) and not may_write():
             break  # another run holds the Lease: it goes on with these namespaces
-        results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at)]
+        results = [*results, *_write(kube, snapshot, later, settings=settings, now=at, stop_at=stop_at,
+                                     holding=may_write)]
         decision = merged(decision, later, within=waiting)
     return decision, results
 
@@ -247,11 +262,12 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
-           stop_at: float | None) -> list[ActionResult]:
+           stop_at: float | None, holding: Callable[[], bool] = lambda: True) -> list[ActionResult]:
     redecide = functools.partial(again, decision=decision, snapshot=snapshot, settings=settings, now=now)
     # As sent: the resumes, the workloads' changes and the ones held back, the restores refused without a
     # write (the ScaledObjects could not be read: then there is no resume or pause), then the pauses.
-    results = [*carry_out(kube, decision.steps, settings=settings, again=redecide, stop_at=stop_at),
+    results = [*carry_out(kube, decision.steps, settings=settings, again=redecide, stop_at=stop_at,
+                          holding=holding),
                *decision.refused]
     for revert in reverts(results):
         log.warning(revert.message, extra={"event": "reverted", "policy": revert.policy, "namespace": revert.namespace,
@@ -279,7 +295,7 @@ def _orphan_problems(snapshot: Snapshot, decision: Decision, results: Sequence[A
     """What no status can carry: failures of workloads whose policy is gone, and a census that failed."""
     known = {p.name for p in snapshot.policies}
     problems = [f"could not count Pods for `done`: {census.unknown}"] if census.unknown else []
-    deferred = sum(1 for r in results if r.outcome == "deferred")
+    deferred = sum(1 for r in results if r.outcome == "deferred" and r.message == DEADLINE)
     if deferred:
         problems.append(f"stopped at the soft deadline (--soft-deadline): {deferred} of {len(results)} changes "
                         f"deferred to the next run, every other one done and in the statuses")
@@ -295,10 +311,11 @@ def _wake_problems(snapshot: Snapshot) -> list[str]:
 
 
 def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResult], *, decision: Decision,
-            settings: Settings, now: dt.datetime) -> list[PolicyOutcome]:
+            settings: Settings, now: dt.datetime, writes: bool = True) -> list[PolicyOutcome]:
     """The statuses (the NSScalers', then the Wakes' that changed), then the Events (which say whether a
-    status could not be written)."""
-    if not settings.dry_run:
+    status could not be written). None in a dry run, nor in a run that lost its Lease (`writes`): another run
+    may be writing them."""
+    if not settings.dry_run and writes:
         bodies = [(o.name, build_status(o, now=now, list_limit=settings.status_list_limit)) for o in outcomes]
         failed = write_statuses(kube, bodies)
         outcomes = [outcome_api.with_status_failure(o, failed[o.name]) if o.name in failed else o

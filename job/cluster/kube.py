@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+_JSON_PATCH = {"Content-Type": "application/json-patch+json"}
 _METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}
 _AGGREGATED_DISCOVERY = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                                    "application/json"}
@@ -342,6 +343,16 @@ class Kube:
         where: dict[str, Any] = {"namespace": namespace} if namespace else {}
         self._send("patch", "PATCH", version=version, url=f"{plural}/{name}", json=body, headers=_MERGE_PATCH,
                    params=self._write_params(dry_run), parse=False, **where)
+
+    def json_patch(self, *, version: str, plural: str, namespace: str, name: str,
+                   operations: list[dict[str, Any]]) -> None:
+        """A JSON patch (RFC 6902), sent once, never retried: its `test` operations are checked against the object
+        as stored, so a failed test (422) means the object is not what the caller expects."""
+        try:
+            self._send_once("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}",
+                            data=json.dumps(operations), headers=_JSON_PATCH, params=self._write_params(False))
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise ApiError(0, answers.unreachable(self.server, exc)) from None
 
     def patch_status(self, *, version: str, plural: str, name: str, status: dict[str, Any],
                      namespace: str | None = None) -> None:

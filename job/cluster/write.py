@@ -34,11 +34,12 @@ Again = Callable[[Write, dict[str, Any]], Action | str | None]
 
 
 def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Settings, again: Again,
-              stop_at: float | None = None) -> list[ActionResult]:
+              stop_at: float | None = None, holding: Callable[[], bool] = lambda: True) -> list[ActionResult]:
     """Every step's writes, each step after the one before; results in the order of the writes, the ones a
     failed earlier write held back after the others of their step. Past `stop_at` (`time.monotonic()`: the
-    soft deadline) no write is sent: each one left is `deferred` to the next run. A PATCH records and changes
-    in one write, so stopping between two leaves nothing half-recorded."""
+    soft deadline), or once the run no longer `holding` its run Lease, no write is sent: each one left is
+    `deferred` to the next run. A PATCH records and changes in one write, so stopping between two leaves
+    nothing half-recorded."""
     results: list[ActionResult] = []
     done: dict[int, ActionResult] = {}
     for step in steps:
@@ -46,7 +47,7 @@ def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Setting
                    and w.blocked_by(done[id(w.after)])]
         held = {id(w) for w in blocked}
         sendable = [w for w in step if id(w) not in held]
-        sent = _send_all(kube, sendable, settings=settings, again=again, stop_at=stop_at)
+        sent = _send_all(kube, sendable, settings=settings, again=again, stop_at=stop_at, holding=holding)
         done.update((id(w.action), r) for w, r in zip(sendable, sent, strict=True))
         results += sent
         results += [ActionResult(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
@@ -55,7 +56,7 @@ def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Setting
 
 
 def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Again,
-              stop_at: float | None) -> list[ActionResult]:
+              stop_at: float | None, holding: Callable[[], bool]) -> list[ActionResult]:
     """Only a few writes per thread are in flight at once (an executor's `map` would queue one future per
     write: 40,000 of them in a large first run)."""
     if not writes:
@@ -68,15 +69,29 @@ def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Aga
             if len(in_flight) >= window:
                 results.append(in_flight.popleft().result())
             if stop_at is not None and time.monotonic() >= stop_at:
-                in_flight.append(pool.submit(_deferred, write.action))
+                in_flight.append(pool.submit(_deferred, write.action, DEADLINE))
                 continue
-            in_flight.append(pool.submit(_send, kube, write, settings=settings, again=again))
+            in_flight.append(pool.submit(_send_holding, kube, write, settings=settings, again=again,
+                                         holding=holding))
         results += (f.result() for f in in_flight)
     return results
 
 
-def _deferred(action: Action) -> ActionResult:
-    return ActionResult(action, "deferred", "not sent: the run reached its soft deadline; the next run goes on")
+DEADLINE = "not sent: the run reached its soft deadline; the next run goes on"
+LEASE_LOST = "not sent: the run lost its run Lease (not renewed in time, or taken over); the next run goes on"
+
+
+def _deferred(action: Action, why: str) -> ActionResult:
+    return ActionResult(action, "deferred", why)
+
+
+def _send_holding(kube: Kube, write: Write, *, settings: Settings, again: Again,
+                  holding: Callable[[], bool]) -> ActionResult:
+    """Asked as the write is about to go, not when it was queued: a write queued before the run lost its Lease
+    is not sent after."""
+    if not holding():
+        return _deferred(write.action, LEASE_LOST)
+    return _send(kube, write, settings=settings, again=again)
 
 
 def _send(kube: Kube, write: Write, *, settings: Settings, again: Again) -> ActionResult:

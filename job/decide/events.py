@@ -15,7 +15,7 @@ from job.decide.outcome import PolicyOutcome
 from job.decide.waking import WakeVerdict
 from job.model import policy as policy_api
 from job.model.settings import Settings
-from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED
+from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED, Wake
 
 #: where Events about cluster-scoped objects (the NSScalers) go, as kubectl expects
 CLUSTER_EVENTS_NAMESPACE = "default"
@@ -59,6 +59,23 @@ def of_wakes(judged: Iterable[WakeVerdict]) -> list[Event]:
         events.append(Event(ns, involved, _WAKE_REASONS[v.state], f"Wake {v.wake.name}: {v.message}",
                             warning=v.state == STATE_IGNORED))
     return events
+
+
+#: the Warning Event on a waiting Wake's namespace when a run could not take the run Lease
+REASON_LEASE_HELD = "RunLeaseHeld"
+
+
+def of_lease_held(wakes: Iterable[Wake], *, holder: str, settings: Settings) -> list[Event]:
+    """A run that gave up waiting for the run Lease writes no status; the people waiting for a Wake hear why on
+    their namespace (the Wakes not yet Active: the holder's run, or the next one, makes them so)."""
+    if not settings.events:
+        return []
+    waiting = {w.namespace: w for w in wakes if not w.invalid
+               and w.status.get("state") not in (STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED)}
+    return [Event(ns, {"apiVersion": "v1", "kind": "Namespace", "name": ns, "namespace": ns}, REASON_LEASE_HELD,
+                  f"Wake {w.name}: a run found another run holding the run Lease ({holder}) and wrote nothing "
+                  f"(exit 3); that run or the next one restores this namespace", warning=True)
+            for ns, w in sorted(waiting.items())]
 
 
 def changes(results: Iterable[ActionResult]) -> list[Event]:

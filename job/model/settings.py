@@ -74,6 +74,16 @@ class Settings(BaseSettings):
     own_namespace: str | None = Field(
         default=None, description="namespace the job runs in (never touched; the CronJob sets it from the "
                                   "downward API; in a pod it defaults to the ServiceAccount's namespace)")
+    pod_name: str | None = Field(
+        default=None, description="the Pod the run runs in, which the run Lease names (the CronJob sets it from the "
+                                  "downward API; default: the host's name)")
+    pod_uid: str | None = Field(
+        default=None, description="that Pod's uid (the CronJob sets it from the downward API): a run waiting for the "
+                                  "run Lease takes it over at once when the Pod that holds it is gone")
+    lease_wait: float = Field(
+        default=240.0, ge=0, le=3600,
+        description="seconds a run with changes to make waits at most while another live run holds the run Lease "
+                    "(at most half of --soft-deadline); then it exits 3, naming the holder, and writes nothing")
     max_freeze: int | None = Field(
         default=None, ge=0, description="safety cap: if one run would freeze more workloads than this, it "
                                         "freezes none and fails (default: no cap)")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from job.cluster.kube import Kube
+from job.decide.events import REASON_LEASE_HELD
 from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
 from job.model import wake as wake_api
@@ -148,10 +149,26 @@ def _wake_lines(kube: Kube, ns: str) -> list[str]:
     lines = []
     for w in wakes:
         status = w.get("status") or {}
-        lines.append(f"  Wake {w['metadata']['name']}: {status.get('state', wake_api.STATE_PENDING)}, by "
+        state = status.get("state", wake_api.STATE_PENDING)
+        lines.append(f"  Wake {w['metadata']['name']}: {state}, by "
                      f"{(w.get('spec') or {}).get('requestedBy', '?')}, until {status.get('appliedUntil', '?')}"
                      f"{': ' + status['message'] if status.get('message') else ''}")
+        if state == wake_api.STATE_PENDING and (held := _lease_held_words(kube, ns, w['metadata']['name'])):
+            lines.append(f"    {held}")
     return lines or ["  no Wake"]
+
+
+def _lease_held_words(kube: Kube, ns: str, wake: str) -> str:
+    """What the last run for a pending Wake said on its namespace if it found another run holding the run Lease
+    (a `RunLeaseHeld` Event: that run wrote no status)."""
+    try:
+        said = list(kube.list_all(version="v1", plural="events", namespace=ns,
+                                  field_selector=f"reason={REASON_LEASE_HELD}"))
+    except ApiError:
+        return ""
+    mine = [e for e in said if str(e.get("message", "")).startswith(f"Wake {wake}:")]
+    latest = max(mine, key=lambda e: str(e.get("lastTimestamp") or ""), default=None)
+    return f"{latest.get('lastTimestamp')}: {latest['message']}" if latest else ""
 
 
 def _policy_lines(kube: Kube, ns: str) -> list[str]:

@@ -17,7 +17,7 @@ import yaml
 
 from devtools import dashboard_preview
 from devtools.metrics_component import DASHBOARD
-from job import cli
+from job import errors
 from job.model import marks
 from job.model.policy import PolicySpec
 from job.model.settings import Settings
@@ -122,15 +122,15 @@ def test_the_marks_page_lists_every_annotation_and_label_and_no_other():
 
 def test_the_exit_codes_page_lists_each_exit_code_of_the_command():
     codes = {int(row[0]) for row in table_rows(page("reference/exit-codes.md")) if row[0].isdigit()}
-    assert codes == {cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_CANNOT_START}
+    assert codes == {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_CANNOT_START, errors.EXIT_LEASE_HELD}
 
 
 def test_the_cronjob_fails_at_once_on_the_exit_code_the_page_says():
     cronjob = yaml.safe_load((ROOT / "kustomize/base/cronjob.yaml").read_text())
     rules = cronjob["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"]
     failing = {v for r in rules if r["action"] == "FailJob" for v in r.get("onExitCodes", {}).get("values", [])}
-    assert failing == {cli.EXIT_CANNOT_START}
-    (row,) = [r for r in table_rows(page("reference/exit-codes.md")) if r[0] == str(cli.EXIT_CANNOT_START)]
+    assert failing == {errors.EXIT_CANNOT_START}
+    (row,) = [r for r in table_rows(page("reference/exit-codes.md")) if r[0] == str(errors.EXIT_CANNOT_START)]
     assert "podFailurePolicy" in row[2]
 
 

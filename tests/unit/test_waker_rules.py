@@ -1,5 +1,5 @@
-"""The pure rules of wake on request: whether a request wakes (job.waker.answer), which routes follow a hold
-(job.decide.routes, job.model.kinds.httproute) and who may take the run Lease (job.decide.lease)."""
+"""The pure rules of wake on request: whether a request wakes (job.waker.answer) and which routes follow a hold
+(job.decide.routes, job.model.kinds.httproute). The run Lease's rules are in test_lease.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from job.decide.lease import held_by_other, taken_spec
 from job.decide.routes import plan_routes
 from job.model.kinds.httproute import Waker, frozen_rules, restored_rules
 from job.model.marks import ANNOTATION_ORIGINAL_RULES, HEADER_NAMESPACE
@@ -83,27 +82,6 @@ def test_routes_point_when_held_wait_until_awake_and_come_back_exactly() -> None
     back = plan_routes([recorded], opted={}, ready=frozenset({"shop-v1"}), waker=waker)
     assert back.steps[0].body["spec"] == {"rules": RULES} and back.ungrants == ["shop-v1"]
     assert plan_routes([recorded], opted={"shop-v1": "p"}, ready=frozenset(), waker=waker).steps == []
-
-
-def lease(holder: str, renewed: dt.datetime, seconds: int = 60) -> dict:
-    return {"spec": {"holderIdentity": holder, "renewTime": renewed.isoformat(), "leaseDurationSeconds": seconds}}
-
-
-@pytest.mark.parametrize(("obj", "gone", "held"), [
-    pytest.param(None, False, False, id="none"),
-    pytest.param({"spec": {"holderIdentity": None}}, False, False, id="given-back"),
-    pytest.param(lease("me", NOW), False, False, id="mine"),
-    pytest.param(lease("other", NOW), False, True, id="held"),
-    pytest.param(lease("other", NOW - dt.timedelta(seconds=61)), False, False, id="expired"),
-    pytest.param(lease("other", NOW), True, False, id="holder-gone"),
-])
-def test_who_may_take_the_run_lease(obj: dict | None, gone: bool, held: bool) -> None:
-    assert (held_by_other(obj, me="me", now=NOW, gone=lambda _: gone) is not None) is held
-
-
-def test_taking_the_lease_counts_a_change_of_holder() -> None:
-    spec = taken_spec(me="me", now=NOW, previous=lease("other", NOW))
-    assert spec["holderIdentity"] == "me" and spec["leaseTransitions"] == 1
 
 
 def test_the_waker_s_metrics_are_prometheus_text_with_a_cumulative_histogram():
