@@ -43,6 +43,9 @@ LEASE = "nsscaler-run"
 Tree = Mapping[str, "Tree | None"]
 #: what the API server changes on every write, whoever sends it
 _SERVER_SET: Tree = {"resourceVersion": None, "generation": None, "managedFields": None}
+#: annotations the API server itself changes in the same write, by resource: a DaemonSet counts its template's
+#: changes (the freeze's node selector is one)
+_SERVER_ANNOTATIONS = {"daemonsets": ("deprecated.daemonset.template.generation",)}
 #: API groups of Kubernetes itself without a dot; any other group with a dot that is not `*.k8s.io` is a custom kind's
 _CORE_GROUPS = ("", "apps", "batch", "policy", "autoscaling", "extensions")
 _OWN = f"'{DOMAIN}/'"
@@ -114,7 +117,8 @@ def workload_rows() -> list[Row]:
     for handler in [*BUILTIN.values(), ScaledObjectHandler()]:
         tree, foreign = changes(handler)
         fields = [*_dotted(tree), *foreign]
-        rows.append(Row(handler.group, handler.plural, tree, annotations=foreign,
+        rows.append(Row(handler.group, handler.plural, tree,
+                        annotations=(*foreign, *_SERVER_ANNOTATIONS.get(handler.plural, ())),
                         says=f"on a {handler.kind} nsscaler may change only {', '.join(fields)} and its own "
                              f"annotations and labels ({DOMAIN}/...)"))
     return rows
@@ -125,7 +129,7 @@ def other_rows() -> list[Row]:
     finalizer (job/cluster/routes.py), the run Lease (job/cluster/lease.py)."""
     record = f"'{DOMAIN}/original-rules'"
     waker = (f"object.spec.rules.all(r, !has(r.backendRefs) || r.backendRefs.all(b, b.name == '{WAKER_SERVICE}' "
-             f"&& has(b.__namespace__) && b.__namespace__ == '{NAMESPACE}'))")
+             f"&& 'namespace' in dyn(b) && dyn(b)['namespace'] == '{NAMESPACE}'))")
     restore = (f"has(oldObject.metadata.annotations) && {record} in oldObject.metadata.annotations && "
                f"!(has(object.metadata.annotations) && {record} in object.metadata.annotations)")
     return [
