@@ -11,7 +11,8 @@ Lease, Events, ReferenceGrants, the access reviews) are rows here too, each nami
 A custom kind (`<Kind>.<group>` with a /scale subresource) may change only whole numbers in its spec, never a
 Pod template.
 
-The policy matches only requests of `system:serviceaccount:nsscaler:nsscaler`; nobody else is affected.
+The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
+whichever namespace it is installed in); nobody else is affected.
 
 `python -m devtools.admission` rewrites the file (`make admission`); `--check` fails when it is stale
 (`make lint`).
@@ -36,8 +37,12 @@ from job.model.marks import DOMAIN, FINALIZER_ROUTES, WAKER_SERVICE
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "kustomize" / "base" / "run-admission.yaml"
 NAME = "nsscaler-run-writes-only-what-a-run-writes"
-NAMESPACE = "nsscaler"
-USER = f"system:serviceaccount:{NAMESPACE}:nsscaler"
+ACCOUNT = "nsscaler"
+#: nsscaler's own account, in whichever namespace it is installed (the chart lets one choose): its own namespace
+#: is the one in its user name
+MATCH = (f"request.userInfo.username.startsWith('system:serviceaccount:') && "
+         f"request.userInfo.username.endsWith(':{ACCOUNT}') && request.userInfo.username.split(':').size() == 4")
+OWN = "request.userInfo.username.split(':')[2]"
 LEASE = "nsscaler-run"
 #: a tree of the fields a write may change: a key mapped to None may change freely, to a tree only as it says
 Tree = Mapping[str, "Tree | None"]
@@ -129,7 +134,7 @@ def other_rows() -> list[Row]:
     finalizer (job/cluster/routes.py), the run Lease (job/cluster/lease.py)."""
     record = f"'{DOMAIN}/original-rules'"
     waker = (f"object.spec.rules.all(r, !has(r.backendRefs) || r.backendRefs.all(b, b.name == '{WAKER_SERVICE}' "
-             f"&& 'namespace' in dyn(b) && dyn(b)['namespace'] == '{NAMESPACE}'))")
+             f"&& 'namespace' in dyn(b) && dyn(b)['namespace'] == {OWN}))")
     restore = (f"has(oldObject.metadata.annotations) && {record} in oldObject.metadata.annotations && "
                f"!(has(object.metadata.annotations) && {record} in object.metadata.annotations)")
     return [
@@ -143,8 +148,8 @@ def other_rows() -> list[Row]:
             says="on an HTTPRoute nsscaler may change only its rules, to send to the waker, or back as recorded "
                  "when it removes its record, and its own annotations and labels"),
         Row("coordination.k8s.io", "leases", {"spec": None},
-            extra=f"{NS} == '{NAMESPACE}' && {OBJ} == '{LEASE}'",
-            says=f"the only Lease nsscaler writes is {NAMESPACE}/{LEASE}"),
+            extra=f"{NS} == {OWN} && {OBJ} == '{LEASE}'",
+            says=f"the only Lease nsscaler writes is {LEASE}, in its own namespace"),
     ]
 
 
@@ -242,15 +247,15 @@ def request_validations() -> list[dict[str, str]]:
     return [
         _validation("request.operation != 'CONNECT'", "nsscaler never connects to a Pod (exec, attach, port-forward)"),
         _validation(f"{NS} != 'kube-system'", "nsscaler writes nothing in kube-system"),
-        _validation(f"{NS} != '{NAMESPACE}' || ({lease}) || ({events}) || ({grants})",
-                    f"in its own namespace {NAMESPACE} nsscaler writes only its Lease {LEASE}, Events and "
+        _validation(f"{NS} != {OWN} || ({lease}) || ({events}) || ({grants})",
+                    f"in its own namespace nsscaler writes only its Lease {LEASE}, Events and "
                     f"ReferenceGrants for the waker"),
         _validation(f"request.operation != 'CREATE' || ({events}) || ({reviews}) || "
-                    f"(({lease}) && {NS} == '{NAMESPACE}') || "
-                    f"(({grants}) && {NS} == '{NAMESPACE}' && {to_waker})",
+                    f"(({lease}) && {NS} == {OWN}) || "
+                    f"(({grants}) && {NS} == {OWN} && {to_waker})",
                     "nsscaler creates only Events, its run Lease, ReferenceGrants to the waker and access reviews: "
                     "no Pod, no Job, nothing else"),
-        _validation(f"request.operation != 'DELETE' || (({grants}) && {NS} == '{NAMESPACE}')",
+        _validation(f"request.operation != 'DELETE' || (({grants}) && {NS} == {OWN})",
                     "nsscaler deletes only the waker's ReferenceGrants"),
     ]
 
@@ -262,7 +267,7 @@ def policy() -> list[dict[str, Any]]:
             "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
                                                     "operations": ["CREATE", "UPDATE", "DELETE", "CONNECT"],
                                                     "resources": ["*/*"], "scope": "*"}]},
-            "matchConditions": [{"name": "nsscaler-itself", "expression": f"request.userInfo.username == '{USER}'"}],
+            "matchConditions": [{"name": "nsscaler-itself", "expression": MATCH}],
             "validations": validations}
     return [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
              "metadata": {"name": NAME}, "spec": spec},
