@@ -282,6 +282,3 @@ def test_the_route_swap_as_nsscaler_fits_inside_the_policy(api: AdminApi, nsscal
     finally:
         api.delete("NSScaler", name)
 
-
-def test_the_policy_file_is_what_the_registry_makes() -> None:
-    assert Path(admission.OUTPUT).read_text() == admission.rendered(), "run `make admission`"
