@@ -43,6 +43,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, `kubectl 
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python -m devtools.metrics_component --check
 	$(BIN)/python -m devtools.chart --check
+	$(BIN)/python -m devtools.admission --check
 	@$(MAKE) --no-print-directory docs
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
 
@@ -55,6 +56,9 @@ metrics-tools: install ## build kube-state-metrics, promtool and helm once for t
 
 helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.tools helm
+
+admission: install ## regenerate kustomize/base/run-admission.yaml (what nsscaler's own account may write) from the kind registry
+	$(BIN)/python -m devtools.admission
 
 chart: install ## regenerate charts/nsscaler from `kubectl kustomize` of kustomize/ (never edit the chart by hand)
 	$(BIN)/python -m devtools.chart

@@ -126,9 +126,11 @@ def _mark_job(job_spec: Obj) -> None:
 
 
 def _namespaced(value: Any) -> Any:
-    """Every `namespace: nsscaler` (metadata, subjects) becomes the chart's namespace value."""
+    """Every `namespace: nsscaler` (metadata, subjects, an admission binding's paramRef) and every selector of
+    that namespace by name (an admission binding's) becomes the chart's namespace value."""
     if isinstance(value, dict):
-        return {k: (_sentinel("NAMESPACE") if k == "namespace" and v == NAMESPACE else _namespaced(v))
+        return {k: (_sentinel("NAMESPACE") if k in ("namespace", "kubernetes.io/metadata.name") and v == NAMESPACE
+                    else _namespaced(v))
                 for k, v in value.items()}
     if isinstance(value, list):
         return [_namespaced(v) for v in value]
@@ -174,7 +176,7 @@ def _replacement(name: str, key: str, indent: str, *, args: str) -> str:
     raise ValueError(name)
 
 
-_LINE = re.compile(r"^(?P<indent> *)(?P<dash>- )?(?P<key>[A-Za-z_]+)?:? ?__VALUE_(?P<name>[A-Za-z_]+)__$", re.M)
+_LINE = re.compile(r"^(?P<indent> *)(?P<dash>- )?(?P<key>[A-Za-z_./]+)?:? ?__VALUE_(?P<name>[A-Za-z_]+)__$", re.M)
 
 
 def _templated(obj: Obj, *, args: str = ".Values.extraArgs") -> str:

@@ -76,23 +76,29 @@ def wake(kube: Kube, namespace: str, door: Door, request: Request, *, identity: 
     return True
 
 
+def run_body(cron: dict[str, Any], *, woken: str, wake_uid: str | None = None) -> dict[str, Any]:
+    """The Job of a run at once: the CronJob's jobTemplate as it is (admission refuses the waker any other Pod),
+    owned by the CronJob, gone 10 minutes after it ends. Raises KeyError or TypeError for a CronJob without one."""
+    name, template = cron["metadata"]["name"], cron["spec"]["jobTemplate"]
+    meta = template.get("metadata") or {}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        **({"name": f"{name}-wake-{wake_uid[:13]}"} if wake_uid else {"generateName": f"{name}-wake-"}),
+        "namespace": cron["metadata"]["namespace"],
+        "labels": {**(meta.get("labels") or {}), "app.kubernetes.io/component": "wake-run"},
+        "annotations": {**(meta.get("annotations") or {}), "cronjob.kubernetes.io/instantiate": "manual",
+                        ANNOTATION_WAKE_REQUEST: f"woken namespace {woken}"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": name,
+                             "uid": cron["metadata"]["uid"], "controller": False}]},
+        "spec": {**template["spec"], "ttlSecondsAfterFinished": 600}}
+
+
 def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str, wake_uid: str | None = None) -> str | None:
     """A Job from the CronJob's template, at once (the run's Lease keeps it from writing beside another run); its
     name, or None when the CronJob cannot be read or the Job not created (the schedule then does it). For a
     Wake's `wake_uid`, the Job is named after it: both waker replicas see the Wake, and one Job starts."""
     try:
         cron = kube.get(version="batch/v1", plural="cronjobs", namespace=namespace, name=cronjob)
-        template = cron["spec"]["jobTemplate"]
-        meta = template.get("metadata") or {}
-        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-            **({"name": f"{cronjob}-wake-{wake_uid[:13]}"} if wake_uid else {"generateName": f"{cronjob}-wake-"}),
-            "namespace": namespace,
-            "labels": {**(meta.get("labels") or {}), "app.kubernetes.io/component": "wake-run"},
-            "annotations": {**(meta.get("annotations") or {}), "cronjob.kubernetes.io/instantiate": "manual",
-                            ANNOTATION_WAKE_REQUEST: f"woken namespace {woken}"},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": cronjob,
-                                 "uid": cron["metadata"]["uid"], "controller": False}]},
-            "spec": {**template["spec"], "ttlSecondsAfterFinished": 600}}
+        body = run_body(cron, woken=woken, wake_uid=wake_uid)
         job = kube.create(version="batch/v1", plural="jobs", namespace=namespace, body=body)
     except Conflict:  # the other replica started it
         return None

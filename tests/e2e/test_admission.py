@@ -1,0 +1,284 @@
+"""A stolen token does only what a run does: the shipped admission policies (`kubectl apply -k` of the overlay with
+the waker, as a user installs it) against requests sent with each account's real token, as whoever stole it would
+send them. Each refused attempt is refused by the API server with a message that names the policy; each
+legitimate action (the waker's run from the CronJob's template; a run's freeze and restore of every kind; the
+route swap) still goes through, as the account itself."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from devtools import admission, builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
+from job.cluster.kube import Kube
+from job.model.marks import AGGREGATE_LABEL, ANNOTATION_ORIGINAL_RULES, WAKER_SERVICE
+from job.waker import actions
+from tests.conftest import ROOT
+from tests.e2e.test_install import kubectl_run
+from tests.gateway import gateway_crds, httproute, ready_pods
+from tests.integration.test_every_kind import KINDS, claims, family_of_every_kind, state
+from tests.integration.test_restore_tiers import make_db_ready
+from tests.integration.test_waker_routes import rules
+
+__all__ = ["gateway_crds"]
+pytestmark = pytest.mark.versions
+OVERLAY = ROOT / "kustomize" / "overlays" / "prod-with-waker"
+NAMESPACE = "nsscaler"
+WAKER_POLICY = "nsscaler-waker-starts-only-the-run"
+RUN_POLICY = admission.NAME
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+class Stolen:
+    """Requests sent with an account's own token (what a Pod of it mounts), as a thief would send them."""
+
+    def __init__(self, plane: controlplane.ControlPlane, account: str, folder: Path) -> None:
+        self.server = plane.server
+        self.kubeconfig = plane.service_account_kubeconfig(folder / f"{account}.kubeconfig", NAMESPACE, account)
+        self.http = requests.Session()
+        self.http.trust_env, self.http.verify = False, str(plane.ca_cert)
+        token = yaml.safe_load(self.kubeconfig.read_text())["users"][0]["user"]["token"]
+        self.http.headers["Authorization"] = f"Bearer {token}"
+
+    def post(self, path: str, body: dict[str, Any], *, dry_run: bool = False) -> requests.Response:
+        return self.http.post(f"{self.server}{path}", json=body, params={"dryRun": "All"} if dry_run else {},
+                              timeout=30)
+
+    def patch(self, path: str, body: dict[str, Any], *, dry_run: bool = False) -> requests.Response:
+        return self.http.patch(f"{self.server}{path}", json=body, headers=MERGE,
+                               params={"dryRun": "All"} if dry_run else {}, timeout=30)
+
+
+def refused_by(response: requests.Response, policy: str) -> str:
+    """The refusal's message, once it is known to come from `policy`."""
+    message = str(response.json().get("message", ""))
+    assert response.status_code == 403 and f"ValidatingAdmissionPolicy '{policy}'" in message, \
+        (response.status_code, message)
+    print(f"refused: {message}")
+    return message
+
+
+def allowed(response: requests.Response) -> None:
+    assert response.status_code in (200, 201), (response.status_code, response.text[:2000])
+
+
+@pytest.fixture(scope="module")
+def shipped(control_plane: controlplane.ControlPlane, api: AdminApi) -> None:
+    """The overlay with the waker applied, and both policies in force."""
+    kubectl_run(control_plane.admin_kubeconfig, "apply", "--server-side", "-k", str(OVERLAY))
+    wait_until(lambda: api.exists("ServiceAccount", "nsscaler-waker", NAMESPACE), what="the waker's account")
+
+
+@pytest.fixture(scope="module")
+def waker(control_plane: controlplane.ControlPlane, api: AdminApi, shipped: None,
+          tmp_path_factory: pytest.TempPathFactory) -> Stolen:
+    stolen = Stolen(control_plane, "nsscaler-waker", tmp_path_factory.mktemp("waker"))
+    cron = api.get("CronJob", "nsscaler", NAMESPACE)
+    other = _with_container(actions.run_body(cron, woken="probe"), image="busybox")
+
+    def in_force() -> bool:
+        return stolen.post(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs", other, dry_run=True).status_code == 403
+    wait_until(in_force, what=f"{WAKER_POLICY} to take effect")
+    return stolen
+
+
+@pytest.fixture(scope="module")
+def nsscaler(control_plane: controlplane.ControlPlane, api: AdminApi, shipped: None,
+             tmp_path_factory: pytest.TempPathFactory) -> Stolen:
+    stolen = Stolen(control_plane, "nsscaler", tmp_path_factory.mktemp("nsscaler"))
+    probe = "nsscaler-admission-probe"
+    api.create(builders.deployment("default", probe, 1))
+    path = f"/apis/apps/v1/namespaces/default/deployments/{probe}"
+    try:
+        wait_until(lambda: stolen.patch(path, _image("busybox"), dry_run=True).status_code == 403,
+                   what=f"{RUN_POLICY} to take effect")
+    finally:
+        api.delete("Deployment", probe, "default")
+    return stolen
+
+
+def _with_container(job: dict[str, Any], **change: Any) -> dict[str, Any]:
+    out = copy.deepcopy(job)
+    out["spec"]["template"]["spec"]["containers"][0].update(change)
+    return out
+
+
+def _image(image: str, *, name: str = "app") -> dict[str, Any]:
+    return {"spec": {"template": {"spec": {"containers": [{"name": name, "image": image}]}}}}
+
+
+def aggregated(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ClusterRole folded into nsscaler's (what a custom kind's rights are)."""
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": {AGGREGATE_LABEL: "true"}}, "rules": rules}
+
+
+@pytest.fixture
+def runs_cleaned(api: AdminApi) -> Iterator[None]:
+    yield
+    for job in api.list("Job", NAMESPACE):
+        if job["metadata"]["name"].startswith("nsscaler-wake-"):
+            api.delete("Job", job["metadata"]["name"], NAMESPACE)
+
+
+@pytest.mark.usefixtures("runs_cleaned")
+def test_a_stolen_waker_token_starts_the_cronjob_s_own_run_and_nothing_else(api: AdminApi, waker: Stolen) -> None:
+    started = actions.start_run(Kube.as_user(kubeconfig=waker.kubeconfig, context=None), namespace=NAMESPACE,
+                                cronjob="nsscaler", woken="shop-v1")  # the waker's own code, as the waker
+    assert started is not None and api.exists("Job", started, NAMESPACE)
+
+    cron = api.get("CronJob", "nsscaler", NAMESPACE)
+    legitimate = actions.run_body(cron, woken="shop-v1")
+    jobs = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
+    allowed(waker.post(jobs, legitimate, dry_run=True))
+    other_account = copy.deepcopy(legitimate)
+    other_account["spec"]["template"]["spec"]["serviceAccountName"] = "default"
+    unowned = copy.deepcopy(legitimate)
+    unowned["metadata"]["ownerReferences"][0]["uid"] = "00000000-0000-0000-0000-000000000000"
+    longer = copy.deepcopy(legitimate)
+    longer["spec"]["activeDeadlineSeconds"] = 86400
+    attempts = {"another image": _with_container(legitimate, image="busybox"),
+                "another command": _with_container(legitimate, command=["sh", "-c", "cat /var/run/secrets/*"]),
+                "other args": _with_container(legitimate, args=["release"]),
+                "another ServiceAccount": other_account, "not owned by the CronJob": unowned,
+                "a field of the Job's template changed": longer}
+    for what, body in attempts.items():
+        message = refused_by(waker.post(jobs, body), WAKER_POLICY)
+        assert "CronJob nsscaler/nsscaler" in message, what
+    pod = builders.pod(NAMESPACE, "thief")
+    assert waker.post(f"/api/v1/namespaces/{NAMESPACE}/pods", pod).status_code == 403  # RBAC: never any Pod
+    assert [j["metadata"]["name"] for j in api.list("Job", NAMESPACE)
+            if j["metadata"]["name"].startswith("nsscaler-wake-")] == [started]
+
+
+def test_a_stolen_nsscaler_token_cannot_change_what_runs_nor_write_in_kube_system(
+        api: AdminApi, nsscaler: Stolen, prefix: str) -> None:
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.deployment(ns, "web", 2))
+    api.create(builders.daemonset(ns, "agent"))
+    web = f"/apis/apps/v1/namespaces/{ns}/deployments/web"
+    refused_by(nsscaler.patch(web, _image("busybox")), RUN_POLICY)
+    command = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "registry.invalid/app",
+                                                              "command": ["sh"]}]}}}}
+    refused_by(nsscaler.patch(web, command), RUN_POLICY)
+    refused_by(nsscaler.patch(web, {"metadata": {"annotations": {"team": "thief"}}}), RUN_POLICY)
+    refused_by(nsscaler.patch(web, {"spec": {"minReadySeconds": 30}}), RUN_POLICY)
+    privileged = {"spec": {"template": {"spec": {"hostNetwork": True,
+                                                 "nodeSelector": {"nsscaler.wubw.fun/frozen": "true"}}}}}
+    refused_by(nsscaler.patch(f"/apis/apps/v1/namespaces/{ns}/daemonsets/agent", privileged), RUN_POLICY)
+    # what a freeze writes passes: the count, the record, the label
+    allowed(nsscaler.patch(web, {"metadata": {"annotations": {"nsscaler.wubw.fun/original-replicas": "2"},
+                                              "labels": {"nsscaler.wubw.fun/scaled": "true"}},
+                                 "spec": {"replicas": 0}}))
+    assert api.replicas("Deployment", ns, "web") == 0
+
+    api.create(builders.deployment("kube-system", f"{prefix}dns", 1))
+    try:
+        message = refused_by(nsscaler.patch(f"/apis/apps/v1/namespaces/kube-system/deployments/{prefix}dns",
+                                            {"spec": {"replicas": 0}}), RUN_POLICY)
+        assert "kube-system" in message
+        assert api.replicas("Deployment", "kube-system", f"{prefix}dns") == 1
+    finally:
+        api.delete("Deployment", f"{prefix}dns", "kube-system")
+
+
+def test_a_stolen_nsscaler_token_creates_no_pod_and_no_job_even_where_rbac_grants_too_much(
+        api: AdminApi, nsscaler: Stolen, prefix: str) -> None:
+    """RBAC refuses it first; a ClusterRole aggregated into nsscaler's by mistake (one meant for a custom kind)
+    that grants Pods and Jobs is still refused by admission."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    pods, jobs = f"/api/v1/namespaces/{ns}/pods", f"/apis/batch/v1/namespaces/{ns}/jobs"
+    assert nsscaler.post(pods, builders.pod(ns, "thief")).status_code == 403  # RBAC
+    api.create(aggregated(f"{prefix}too-much", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]},
+                                                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}]))
+    try:
+        wait_until(lambda: any("pods" in r.get("resources", []) and "create" in r.get("verbs", [])
+                               for r in api.get("ClusterRole", "nsscaler").get("rules") or []),
+                   what="the mistaken ClusterRole folded into nsscaler's")
+        wait_until(lambda: "ValidatingAdmissionPolicy" in nsscaler.post(pods, builders.pod(ns, "t"), dry_run=True).text,
+                   what="RBAC to let the request through to admission")
+        refused_by(nsscaler.post(pods, builders.pod(ns, "thief")), RUN_POLICY)
+        refused_by(nsscaler.post(jobs, builders.job(ns, "thief")), RUN_POLICY)
+        assert api.pods(ns) == [] and api.list("Job", ns) == []
+    finally:
+        api.delete("ClusterRole", f"{prefix}too-much")
+
+
+def test_a_run_as_nsscaler_freezes_and_gives_back_every_kind_inside_the_policy(
+        api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str) -> None:
+    ns = family_of_every_kind(api, prefix)
+    api.create(aggregated(f"{prefix}fleets", [{"apiGroups": ["test.nsscaler.io"], "resources": ["fleets"],
+                                               "verbs": ["list", "get", "patch"]}]))
+    name = f"{prefix}p"
+    try:
+        wait_until(lambda: any("fleets" in r.get("resources", []) for r in api.get("ClusterRole", "nsscaler")["rules"]),
+                   what="the Fleet rule folded into nsscaler's ClusterRole")
+        before = state(api, ns)
+        api.create(builders.nsscaler(name, prefix, ["v2"], kinds=KINDS, restore_order=["StatefulSet"]))
+        frozen = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
+        assert frozen.exit_code == 0, frozen.stderr
+        held = state(api, ns)
+        assert [held[k][0] for k in ("Deployment", "StatefulSet", "ReplicaSet", "Fleet", "CronJob", "Job")] == \
+            [0, 0, 0, 0, True, True]
+        assert held["DaemonSet"][0] and held["StatefulSet"][1]["whenScaled"] == "Retain"
+        assert held["ScaledObject"]["autoscaling.keda.sh/paused-replicas"] == "0"
+        api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
+        first = run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", kubeconfig=nsscaler.kubeconfig)
+        assert first.exit_code == 0, first.stderr
+        make_db_ready(api, ns)
+        last = run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", kubeconfig=nsscaler.kubeconfig)
+        assert last.exit_code == 0, last.stderr
+        after = state(api, ns)
+        assert after == before, json.dumps({k: (before[k], after[k]) for k in before if before[k] != after[k]})
+        assert claims(api, ns) == ["data-db-0"]
+    finally:
+        api.delete("NSScaler", name)
+        api.delete("ClusterRole", f"{prefix}fleets")
+
+
+@pytest.mark.usefixtures("crd", "gateway_crds")
+def test_the_route_swap_as_nsscaler_fits_inside_the_policy(api: AdminApi, nsscaler: Stolen, run_job: Any,
+                                                          prefix: str) -> None:
+    held = prefix + "v1"
+    api.create(builders.namespace(held))
+    api.create(builders.namespace(prefix + "v2"))
+    api.create(builders.deployment(held, "web", 1))
+    api.create(httproute(held, "shop", hostname="v1.shop.example", rules=rules()))
+    before = api.get("HTTPRoute", "shop", held)["spec"]
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["v2"], wake={"on_request": True}))
+    args = ("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0")
+    try:
+        pointed = run_job(*args, kubeconfig=nsscaler.kubeconfig)
+        assert pointed.exit_code == 0, pointed.stderr
+        route = api.get("HTTPRoute", "shop", held)
+        assert route["spec"]["rules"][0]["backendRefs"][0]["name"] == WAKER_SERVICE
+        assert ANNOTATION_ORIGINAL_RULES in route["metadata"]["annotations"]
+        # a thief cannot send the route anywhere else while it is pointed at the waker
+        elsewhere = copy.deepcopy(route["spec"]["rules"])
+        elsewhere[0]["backendRefs"] = [{"name": "thief", "port": 80}]
+        refused_by(nsscaler.patch(f"/apis/gateway.networking.k8s.io/v1/namespaces/{held}/httproutes/shop",
+                                  {"spec": {"rules": elsewhere}}), RUN_POLICY)
+        api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
+        assert run_job(*args, kubeconfig=nsscaler.kubeconfig).exit_code == 0
+        ready_pods(api, held, "app=web")
+        wait_until(lambda: (api.get("Deployment", "web", held).get("status") or {}).get("availableReplicas") == 1,
+                   what="web available")
+        back = run_job(*args, kubeconfig=nsscaler.kubeconfig)
+        assert back.exit_code == 0, back.stderr
+        assert api.get("HTTPRoute", "shop", held)["spec"] == before
+        assert not api.exists("ReferenceGrant", f"nsscaler-waker-from-{held}", NAMESPACE)
+    finally:
+        api.delete("NSScaler", name)
+
