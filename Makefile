@@ -36,7 +36,7 @@ lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pi
 control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager, kubectl once (cached, ~8 min on 2 cores)
 	$(BIN)/python -m devtools.cluster build
 
-lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, `kubectl kustomize` of every overlay, `make docs`
+lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every bench result rendered again from its JSON, `kubectl kustomize` of every overlay, `make docs`
 	@$(BIN)/python -m tools.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -44,6 +44,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, `kubectl 
 	$(BIN)/python -m devtools.metrics_component --check
 	$(BIN)/python -m devtools.chart --check
 	$(BIN)/python -m devtools.admission --check
+	$(BIN)/python -m bench.verify
 	@$(MAKE) --no-print-directory docs
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
 
@@ -103,6 +104,12 @@ node-up: install node-binaries node-images ## (root) a control plane plus a Read
 	@$(BIN)/python -m devtools.cluster up --node
 
 node-down: cluster-down ## (root) stop the node and the control plane, undo every host change
+
+fuzz-random: install control-plane ## the fuzz tier with a new seed, printed first (CI runs the fixed one; FUZZ_EXAMPLES=<n>)
+	@seed=$$($(BIN)/python -c "import random; print(random.SystemRandom().randrange(2**32))"); \
+	echo "FUZZ_SEED=$$seed"; FUZZ_SEED=$$seed $(BIN)/pytest tests/integration/test_fuzz.py $(PYTEST_ARGS); \
+	code=$$?; echo "FUZZ_SEED=$$seed (replay: FUZZ_SEED=$$seed $(BIN)/pytest tests/integration/test_fuzz.py)"; \
+	exit $$code
 
 test-unit: install ## only the fast pure tests
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="100,1000,3000", help="namespace counts (comma-separated)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per scenario (median is reported)")
     parser.add_argument("--peer", type=Path, help="a checkout of kube-downscaler (its venv: <checkout>/.venv, "
-                        "created when missing); without it, kube-downscaler's reference figures are shown")
+                        "created when missing); without it, nothing is compared with kube-downscaler")
     parser.add_argument("--compare-max", type=int, default=1000,
                         help="largest N at which naive and limit run (they take long and add nothing new above)")
     parser.add_argument("--family", type=int, default=50, help="namespaces in the family scenario (0: skip)")
@@ -66,8 +67,28 @@ class Grower:
         self.done = n
 
 
+#: the shape of a result this tool writes; `bench.verify` checks every result of this format against its Markdown
+FORMAT = 2
+
+
+def commit() -> tuple[str, bool]:
+    """The commit of the code measured, and whether the work tree differed from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(cluster.ROOT), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
+
+
+def server_version(api: AdminApi) -> str:
+    """The version the API server itself reports, not the one the bench meant to build."""
+    resp = api.http.get(f"{api.plane.server}/version", timeout=30)
+    resp.raise_for_status()
+    return str(resp.json()["gitVersion"])
+
+
 def run_all(args: argparse.Namespace, plane: controlplane.ControlPlane) -> dict[str, Any]:
     api = AdminApi(plane)
+    version = server_version(api)
     cluster.ensure_crd(plane.admin_kubeconfig, api)
     b = scenarios.Bench(plane=plane, api=api, client=baselines.client(str(plane.admin_kubeconfig), runs.CONCURRENCY),
                         reps=args.reps, peer=args.peer, compare_max=args.compare_max)
@@ -99,7 +120,7 @@ def run_all(args: argparse.Namespace, plane: controlplane.ControlPlane) -> dict[
         apimetrics.wait_quiet(plane)
         memory_raw.append(scenarios.memory(b, m, reset=i < len(todo) - 1))
     return {"raw": raw, "family_raw": family_raw, "memory_raw": memory_raw, "restore_check": restore_check,
-            "notes": notes, "family_cluster": family_cluster}
+            "notes": notes, "family_cluster": family_cluster, "server_version": version}
 
 
 def peer_info(args: argparse.Namespace, sizes: list[int],
@@ -115,7 +136,7 @@ def peer_info(args: argparse.Namespace, sizes: list[int],
             "example_command": shown[sizes[0]], "restore_check": restore_check}
 
 
-def results_of(args: argparse.Namespace, measured: dict[str, Any]) -> dict[str, Any]:
+def results_of(args: argparse.Namespace, measured: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
     sizes = _sizes(args.sizes)
     rows = summary.summarise(measured["raw"])
     family_rows = summary.summarise(measured["family_raw"])
@@ -134,8 +155,8 @@ def results_of(args: argparse.Namespace, measured: dict[str, Any]) -> dict[str, 
         notes.append("kube-downscaler: between repetitions the bench gives its Deployments back with its own "
                      "concurrent PATCHes (unmeasured); no restore run (see above).")
     return {
-        "machine": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "kubernetes": "v1.36.3 (local, etcd --unsafe-no-fsync)", "concurrency": runs.CONCURRENCY},
+        "format": FORMAT,
+        "machine": {**machine, "server_version": measured["server_version"], "concurrency": runs.CONCURRENCY},
         "options": {"sizes": sizes, "reps": args.reps, "family": args.family,
                     "family_cluster": measured["family_cluster"], "memory_sizes": _sizes(args.memory_sizes),
                     "compare_max": args.compare_max},
@@ -157,14 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         peer.ensure_venv(args.peer)
         runs.byte_compile(peer.python(args.peer), args.peer / "kube_downscaler")
     started = time.monotonic()
+    head, dirty = commit()
+    machine = {"commit": head, "commit_dirty": dirty, "machine": platform.machine(), "cpus": os.cpu_count(),
+               "python": platform.python_version(), "load_before": list(os.getloadavg())}
     with tempfile.TemporaryDirectory(prefix="nsscaler-bench-") as tmp:
         scenarios.say("starting a control plane without Pod-creating controllers")
         plane = controlplane.start(Path(tmp) / "plane", controllers=controlplane.BENCH_CONTROLLERS)
         try:
             measured = run_all(args, plane)
+            machine["load_after"] = list(os.getloadavg())
         finally:
             plane.stop()
-    results = results_of(args, measured)
+    results = results_of(args, measured, machine)
     results["elapsed_s"] = round(time.monotonic() - started)
     table = markdown.render(results)
     print(table)

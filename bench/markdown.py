@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from bench import apimetrics, summary
@@ -50,21 +51,15 @@ def _figures(r: dict[str, Any]) -> str:
 
 
 def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
-    """nsscaler next to kube-downscaler, as the cost targets' table: measured when the peer ran, else its figures."""
+    """nsscaler next to kube-downscaler, where both were measured in this run."""
     by_key = summary.index(rows)
     lines = ["| N | scenario | nsscaler wall / requests / API-server CPU / client CPU / RSS | kube-downscaler | "
              "source |",
              "|---|---|---|---|---|"]
     for (n, scenario, tool), ours in by_key.items():
-        if tool != "nsscaler":
-            continue
         theirs = by_key.get((n, scenario, summary.PEER))
-        reference = summary.PEER_REFERENCE.get((n, scenario))
-        if theirs:
+        if tool == "nsscaler" and theirs:
             lines.append(f"| {n} | {scenario} | {_figures(ours)} | {_figures(theirs)} | measured |")
-        elif reference:
-            lines.append(f"| {n} | {scenario} | {_figures(ours)} "
-                         f"| {_figures(reference)} | reference, kube-downscaler 26.4.0 |")
     return lines if len(lines) > 2 else []
 
 
@@ -120,11 +115,8 @@ def record_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def peer_lines(peer: dict[str, Any] | None) -> list[str]:
     if not peer:
-        rows = [f"| {n} | {scenario} | {f['seconds']} s / {f['server_total_requests']} / {f['server_cpu_s']} s / "
-                f"{f['rss_mb']} MB |" for (n, scenario), f in summary.PEER_REFERENCE.items()]
-        return ["kube-downscaler was not run (no `--peer`; `make bench PEER=<checkout>`). Its reference figures "
-                "(26.4.0, measured on this machine when the targets were set, not in this run):", "",
-                "| N | scenario | wall / requests / API-server CPU / RSS |", "|---|---|---|", *rows]
+        return ["kube-downscaler was not run in this run (no `--peer`; `make bench PEER=<checkout>`): nothing is "
+                "compared with it, and each target against it reads \"not compared\"."]
     lines = [f"kube-downscaler {peer['commit']} (`{peer['checkout']}`), its command line in the checkout "
              f"(N={peer['example_n']}; the allowed namespaces change with N, every command is in the JSON):", "",
              f"    KUBECONFIG=<admin kubeconfig> {peer['example_command']}"]
@@ -154,6 +146,16 @@ def memory_section(memory: dict[str, Any]) -> list[str]:
     return lines
 
 
+def provenance(results: dict[str, Any]) -> list[str]:
+    """Where and on what the figures were measured, as the tool recorded it when it ran."""
+    m = results["machine"]
+    load = " ".join(f"{x:.2f}" for x in m["load_before"]), " ".join(f"{x:.2f}" for x in m["load_after"])
+    dirty = " (with uncommitted changes)" if m["commit_dirty"] else ""
+    return [f"Measured at commit {m['commit']}{dirty} against kube-apiserver {m['server_version']} (as its /version "
+            f"answered), on {m['cpus']} cores ({m['machine']}, Python {m['python']}); load average (1, 5, 15 min) "
+            f"{load[0]} before the runs and {load[1]} after them."]
+
+
 def render(results: dict[str, Any]) -> str:
     targets = ["| cost target | figures | verdict |", "|---|---|---|"]
     targets += [f"| {t['target']} | {t['figures']} | {t['verdict']} |" for t in results["targets"]]
@@ -174,7 +176,8 @@ def render(results: dict[str, Any]) -> str:
         f"The whole bench took {results['elapsed_s'] / 60:.0f} min.",
     ]
     family_rows = [{**r, "label": "family"} for r in results["family"]["rows"]]
-    out = ["## Targets", "", *targets, "", "## nsscaler and kube-downscaler", "", *side_by_side(results["rows"]), "",
+    out = [*provenance(results), "", "## Targets", "", *targets, "", "## nsscaler and kube-downscaler", "",
+           *side_by_side(results["rows"]), "",
            *peer_lines(results["peer"]), "", "## All-family scenarios", "", *runs_table(results["rows"]), "",
            *ratios_table(results["ratios"]), "", *family_section(results["family"]), "",
            "### Where nsscaler's steady state goes", "", *steady_profile(results["rows"] + family_rows), "",
@@ -182,3 +185,20 @@ def render(results: dict[str, Any]) -> str:
            *record_lines(results["rows"]), "",
            *memory_section(results["memory"]), "", "## Notes", "", *[f"- {n}" for n in notes]]
     return "\n".join(out) + "\n"
+
+
+def render_wake(result: dict[str, Any]) -> str:
+    """`make bench-wake`'s result: request to ready by each path, with where it was measured."""
+    m = result["machine"]
+    load = " ".join(f"{x:.2f}" for x in m["load_before"]), " ".join(f"{x:.2f}" for x in m["load_after"])
+    dirty = " (with uncommitted changes)" if m["commit_dirty"] else ""
+    lines = [f"# Wake on request: request to ready on a real node ({result['when']} UTC)", "",
+             f"{result['reps']} repetitions each; seconds from the first request (waker) or the Wake's creation "
+             "(schedule) to the app's first answer through the gateway. Measured at commit "
+             f"{m['commit']}{dirty} against kube-apiserver {m['server_version']}, on {m['cpus']} cores; load average "
+             f"(1, 5, 15 min) {load[0]} before and {load[1]} after.", "",
+             "| path | median | worst | all |", "|---|---|---|---|"]
+    for path, times in result["found"].items():
+        lines.append(f"| {path} | {statistics.median(times):.1f} s | {max(times):.1f} s | "
+                     f"{', '.join(f'{t:.1f}' for t in times)} |")
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,6 @@
-"""Pure: raw measured runs into medians, ratios, the memory slope and the cost targets, met or missed."""
+"""Pure: raw measured runs into medians, ratios, the memory slope and the cost targets: met or missed when both
+sides were measured in this run, "not compared" when nsscaler was measured and the peer was not run, "not
+measured" when nsscaler's side was not. No stored figure ever stands in for a measurement."""
 
 from __future__ import annotations
 
@@ -6,13 +8,6 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-#: kube-downscaler's figures measured on this machine when the cost targets were set (26.4.0, `--once`,
-#: cluster-wide), used when the bench is run without a checkout of the peer: (N, scenario) -> figures.
-PEER_REFERENCE: dict[tuple[int, str], dict[str, float]] = {
-    (100, "steady state"): {"seconds": 0.39, "server_total_requests": 3, "server_cpu_s": 0.04, "rss_mb": 44},
-    (1000, "steady state"): {"seconds": 1.71, "server_total_requests": 3, "server_cpu_s": 0.21, "rss_mb": 130},
-    (1000, "first run"): {"seconds": 31.1, "server_total_requests": 4003, "server_cpu_s": 26.1, "rss_mb": 146},
-}
 #: the peer's name in the rows
 PEER = "kube-downscaler"
 STEADY_SIZES = (100, 1000)
@@ -110,6 +105,10 @@ def _opt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+#: every verdict a target may have
+VERDICTS = ("met", "missed", "not compared", "not measured")
+
+
 def _verdict(ok: bool | None) -> str:
     return "not measured" if ok is None else ("met" if ok else "missed")
 
@@ -117,28 +116,25 @@ def _verdict(ok: bool | None) -> str:
 Index = dict[tuple[int, str, str], dict[str, Any]]
 
 
-def _peer(by_key: Index, n: int, scenario: str) -> tuple[dict[str, Any] | None, str]:
-    measured = by_key.get((n, scenario, PEER))
-    if measured:
-        return measured, "measured"
-    reference = PEER_REFERENCE.get((n, scenario))
-    return (dict(reference), "reference, kube-downscaler 26.4.0") if reference else (None, "")
-
-
 def steady_targets(by_key: Index) -> list[dict[str, Any]]:
+    """nsscaler's steady state against kube-downscaler's, each measured in this run; without the peer's run the
+    verdict is "not compared" (nsscaler's own figure still shown), without nsscaler's "not measured"."""
     out = []
     for n in STEADY_SIZES:
-        ours = by_key.get((n, "steady state", "nsscaler"))
-        theirs, source = _peer(by_key, n, "steady state")
+        ours, theirs = by_key.get((n, "steady state", "nsscaler")), by_key.get((n, "steady state", PEER))
         fields = [("seconds", "wall time", "s"), ("server_cpu_s", "API-server CPU", "s"),
                   ("client_cpu_s", "client CPU", "s")] + ([("rss_mb", "peak RSS", "MB")] if n == RSS_N else [])
         for field, label, unit in fields:
             mine, peer = (ours or {}).get(field), (theirs or {}).get(field)
-            ok = None if mine is None or peer is None else mine <= peer
-            figures = (f"nsscaler {mine:.2f} {unit} vs kube-downscaler {peer:.2f} {unit} ({source})"
-                       if mine is not None and peer is not None else "")
-            out.append({"target": f"steady state N={n}: {label} ≤ kube-downscaler's", "figures": figures,
-                        "verdict": _verdict(ok)})
+            target = f"steady state N={n}: {label} ≤ kube-downscaler's"
+            if mine is None:
+                out.append({"target": target, "figures": "", "verdict": "not measured"})
+            elif peer is None:
+                out.append({"target": target, "figures": f"nsscaler {mine:.2f} {unit}; kube-downscaler not run",
+                            "verdict": "not compared"})
+            else:
+                out.append({"target": target, "verdict": _verdict(mine <= peer),
+                            "figures": f"nsscaler {mine:.2f} {unit} vs kube-downscaler {peer:.2f} {unit} (measured)"})
     return out
 
 

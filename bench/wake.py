@@ -8,7 +8,8 @@
 
 Each repetition first freezes the namespace again (a Job from the CronJob) and waits until its Pod is gone. The
 node, the images and the overlay are the node tier's (`kustomize/overlays/local-with-waker`). Medians and worst
-of --reps; markdown on stdout and under bench/results/.
+of --reps; markdown on stdout and under bench/results/, the Markdown rendered from the JSON beside it (with the
+commit, the API server's own version, the cores and the load average before and after).
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import requests
 
+from bench import markdown
+from bench.__main__ import FORMAT, commit, server_version
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane, images, node, traefik, versions
@@ -103,16 +106,10 @@ def measure(plane: controlplane.ControlPlane, api: AdminApi, port: int, reps: in
     return found
 
 
-def report(found: dict[str, list[float]], reps: int) -> str:
-    lines = [f"# Wake on request: request to ready on a real node ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)", "",
-             f"{reps} repetitions each; seconds from the first request (waker) or the Wake's creation (schedule) "
-             "to the app's first answer through the gateway. Load average at the end: "
-             f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores).", "",
-             "| path | median | worst | all |", "|---|---|---|---|"]
-    for path, times in found.items():
-        lines.append(f"| {path} | {statistics.median(times):.1f} s | {max(times):.1f} s | "
-                     f"{', '.join(f'{t:.1f}' for t in times)} |")
-    return "\n".join(lines) + "\n"
+def measured_at(plane: controlplane.ControlPlane, api: AdminApi) -> dict[str, Any]:
+    """What the figures were measured on, as found while the bench ran (`bench.__main__`'s own fields)."""
+    head, dirty = commit()
+    return {"commit": head, "commit_dirty": dirty, "cpus": os.cpu_count(), "server_version": server_version(api)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,22 +118,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     images.ensure_images()
+    load_before = list(os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="nsscaler-bench-wake-") as tmp:
         plane, started = node.start_with_plane(Path(tmp) / "cluster")
         try:
             api = AdminApi(plane)
+            machine = measured_at(plane, api)
             install(plane, api)
             with traefik.gateway(api, plane.admin_kubeconfig, namespace="bench-wake-gw", class_name="bench-wake",
                                  log=Path(tmp) / "traefik.log") as port:
                 found = measure(plane, api, port, args.reps)
         finally:
             node.stop_with_plane(plane, started)
-    text = report(found, args.reps)
+    now = dt.datetime.now(dt.UTC)
+    result = {"format": FORMAT, "when": f"{now:%Y-%m-%d %H:%M}", "reps": args.reps, "found": found,
+              "machine": {**machine, "load_before": load_before, "load_after": list(os.getloadavg())}}
+    text = markdown.render_wake(result)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
     (args.out / f"wake-{stamp}.md").write_text(text)
-    (args.out / f"wake-{stamp}.json").write_text(json.dumps(found, indent=2) + "\n")
+    (args.out / f"wake-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 

@@ -236,10 +236,15 @@ def test_kubectl_get_shows_the_printer_columns(control_plane, api, sa_kubeconfig
     assert "waitingFor" in explain
 
 
-def test_image_install_path_builds_a_wheel_that_runs(control_plane, tmp_path, crd):
+def test_image_install_path_builds_a_wheel_that_runs(api, control_plane, tmp_path, crd, prefix):
     """What the Dockerfile does, without Docker: build the wheel with the locked build backend (.venv's, from the
     same pins), install requirements.lock (hashes checked, nothing resolved) and then the wheel alone into a fresh
-    venv, run it."""
+    venv, run it: a dry run plans the freeze of this test's own family and changes nothing. Every test removes
+    what it made (the `prefix` fixture fails a test whose objects cannot be removed), so the run serves every
+    policy: exit 0, and anything else names the policies it found."""
+    api.create(builders.namespace(prefix + "a"))
+    api.create(builders.deployment(prefix + "a", "web", 2))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir",
                     "--wheel-dir", str(tmp_path / "wheels"), str(ROOT)], check=True, capture_output=True)
     (wheel,) = (tmp_path / "wheels").glob("nsscaler-*.whl")
@@ -256,5 +261,7 @@ def test_image_install_path_builds_a_wheel_that_runs(control_plane, tmp_path, cr
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     dry = subprocess.run([str(nsscaler), "--dry-run", "--kubeconfig", str(control_plane.admin_kubeconfig)],
                          capture_output=True, text=True, env=env, check=False)
-    assert dry.returncode in (0, 1), dry.stderr  # 1 only if another test left an invalid policy behind
-    assert "run finished" in dry.stderr
+    policies = [p["metadata"]["name"] for p in api.list("NSScaler")]
+    assert dry.returncode == 0, f"{dry.stderr}\npolicies in the cluster: {policies}"
+    assert "run finished" in dry.stderr and f"{prefix}a" in dry.stdout + dry.stderr, dry.stdout + dry.stderr
+    assert api.replicas("Deployment", prefix + "a", "web") == 2  # a dry run changes nothing

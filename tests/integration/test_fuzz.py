@@ -1,12 +1,20 @@
 """Schema-driven fuzzing through the real API server: NSScalers and Wakes generated from the CRDs' own
-`openAPIV3Schema` (`tests.schema_fuzz`), and the annotations and labels nsscaler reads on real workloads of every
-kind. Whatever the API server admits, a run must serve or report: exit 0 or 1 (never a traceback, never 2 for one
-bad object), the other policy served in the same run (its held namespace frozen again, with its record), and a
-bad object named, with the field, in its status or the run's report. What the API server refuses, it refuses
-with a message (4xx), never a 500, and never with an error of nsscaler's own admission policies.
+`openAPIV3Schema` and CEL rules (`tests.schema_fuzz`), and the annotations and labels nsscaler reads on real
+workloads of every kind. What the API server refuses, it refuses with a message (4xx), never a 500, and never with
+an error of nsscaler's own admission policies. Each test asserts a floor of admitted examples (a generator whose
+examples are all refused fails), and for every admitted example:
 
-A fixed number of examples per run (`FUZZ_EXAMPLES`, default 30 per test); the seed is random unless `FUZZ_SEED`
-is set, and printed at the end of the session with the tally, so any failure replays with `FUZZ_SEED=<seed>`.
+- the run exits 0 or 1 (never a traceback, never 2 for one bad object), and the other policy is served in the
+  same run (its held namespace frozen again, with its record);
+- the fuzzed object's own outcome: an NSScaler is `InvalidSpec` with the field named (and its namespace left as
+  it was), or its namespace is frozen with the record exactly where its status says it holds, and untouched
+  where it does not; a Wake's namespace runs while the Wake is Active and is frozen with its record otherwise; a
+  fuzzed workload in a held namespace is frozen with its record, excluded and untouched, or named in a failure
+  with the mark at fault; in an active one it is never left frozen by the policy unless a failure names it.
+
+A fixed number of examples per test (`FUZZ_EXAMPLES`, default 30) and a fixed seed (`schema_fuzz.DEFAULT_SEED`),
+so the gate is the same every run; `FUZZ_SEED=<n>` replays another, `make fuzz-random` draws and prints a new one.
+The tally (tried, admitted, refused, per kind) is printed at the end of the session.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from job.model.marks import (
     ANNOTATION_ORIGINAL_WHEN_SCALED,
     ANNOTATION_RESTORE_TIER,
     ANNOTATION_SCALED_BY,
+    FROZEN_NODE_LABEL,
     LABEL_SCALED,
 )
 from tests import crds, schema_fuzz
@@ -92,8 +101,42 @@ def admitted(api: AdminApi, obj: dict[str, Any], *, what: str) -> bool:
     assert resp.status_code < 500, f"the API server failed on {what}: {resp.status_code} {resp.text[:2000]}"
     # nsscaler's own admission policies refuse with their reason, never with an error of their own
     assert "resulted in error" not in resp.text and "error applying patch" not in resp.text, resp.text[:2000]
+    assert resp.status_code in (201, 400, 403, 409, 422), f"{what}: {resp.status_code} {resp.text[:2000]}"
     schema_fuzz.tally(what, admitted=resp.status_code == 201)
     return resp.status_code == 201
+
+
+#: the least share of tried examples the API server must admit, per test: three in four are generated within the
+#: schema and its CEL rules, and each generated Wake keeps its requester one time in five (which is refused)
+NSSCALER_FLOOR, WAKE_FLOOR, MARKS_FLOOR = 0.6, 0.5, 0.9
+_RECORD = [ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY]
+
+
+def fresh(api: AdminApi, ns: str, name: str, replicas: int) -> None:
+    """`ns/name` running `replicas` with no record, whatever the example before left: each example starts alike."""
+    api.patch("Deployment", name, {"metadata": {"annotations": dict.fromkeys(_RECORD), "labels": {LABEL_SCALED: None}},
+                                   "spec": {"replicas": replicas}}, namespace=ns)
+
+
+def assert_frozen(api: AdminApi, ns: str, name: str, *, count: int, by: str) -> None:
+    obj = api.get("Deployment", name, ns)
+    notes, labels = obj["metadata"].get("annotations") or {}, obj["metadata"].get("labels") or {}
+    assert (obj["spec"]["replicas"], notes.get(ANNOTATION_ORIGINAL_REPLICAS), notes.get(ANNOTATION_SCALED_BY),
+            labels.get(LABEL_SCALED)) == (0, str(count), by, "true"), f"{ns}/{name} not frozen with its record: {obj}"
+
+
+def assert_running(api: AdminApi, ns: str, name: str, *, count: int) -> None:
+    obj = api.get("Deployment", name, ns)
+    notes = obj["metadata"].get("annotations") or {}
+    assert (obj["spec"]["replicas"], notes.get(ANNOTATION_ORIGINAL_REPLICAS)) == (count, None), \
+        f"{ns}/{name} not running untouched: {obj}"
+
+
+def remove(api: AdminApi, kind: str, name: str, namespace: str | None = None) -> None:
+    """Delete an example's object at once, finalizers and all (a policy that woke on request carries one)."""
+    if api.exists(kind, name, namespace):
+        api.patch(kind, name, {"metadata": {"finalizers": None}}, namespace=namespace)
+        api.delete(kind, name, namespace)
 
 
 def aimed_at(prefix: str, spec: Any, aim: bool) -> Any:
@@ -106,27 +149,47 @@ def aimed_at(prefix: str, spec: Any, aim: bool) -> Any:
     return {**spec, "scope_prefix": scope}
 
 
-@FUZZ
-@seed(schema_fuzz.SEED)
-@given(spec=schema_fuzz.specs(NSSCALER_SPEC), aim=st.booleans())
-def test_every_admitted_nsscaler_is_served_or_reported(api: AdminApi, run_job, world: World, spec, aim):
-    name = f"{world.prefix}fuzz"
-    if not api.exists("Namespace", f"{world.prefix}zv1"):
-        api.create(builders.namespace(f"{world.prefix}zv1"))
-        api.create(builders.deployment(f"{world.prefix}zv1", "app", 2))
-    obj = {"apiVersion": builders.NSSCALER_VERSION, "kind": "NSScaler", "metadata": {"name": name},
-           "spec": aimed_at(world.prefix, spec, aim)}
-    if not admitted(api, obj, what="NSScaler"):
+def check_policy_outcome(api: AdminApi, name: str, spec: dict[str, Any], result: Any, target: str) -> None:
+    """The fuzzed policy's own outcome: refused by nsscaler with its field named, or its namespace frozen with the
+    record exactly where its status says it holds it (and nsscaler freezes Deployments for it, for real)."""
+    status = api.status(name)
+    assert status["observedGeneration"] >= 1, status
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    if ready["reason"] == "InvalidSpec":
+        assert result.exit_code == 1 and ready["message"].startswith("spec"), ready
+        assert_running(api, target, "app", count=2)
         return
-    try:
-        result = world.run(run_job)
-        status = api.status(name)
-        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
-        if ready["reason"] == "InvalidSpec":
-            assert result.exit_code == 1 and ready["message"].startswith("spec"), ready
-        assert status["observedGeneration"] >= 1, status
-    finally:
-        api.delete("NSScaler", name)
+    freezes = "Deployment" in spec.get("kinds", ["Deployment"]) and not spec.get("dry_run")
+    if target in (status.get("heldNamespaces") or []) and freezes:
+        assert_frozen(api, target, "app", count=2, by=name)
+    else:
+        assert_running(api, target, "app", count=2)
+
+
+def test_every_admitted_nsscaler_is_served_or_reported(api: AdminApi, run_job, world: World):
+    target, names = f"{world.prefix}zv1", iter(range(10**6))
+    api.create(builders.namespace(target))
+    api.create(builders.deployment(target, "app", 2))
+    before = schema_fuzz.counted("NSScaler")
+
+    @FUZZ
+    @seed(schema_fuzz.SEED)
+    @given(spec=schema_fuzz.specs(NSSCALER_SPEC), aim=st.booleans())
+    def example(spec, aim):
+        name = f"{world.prefix}fuzz{next(names)}"  # a name of its own: the one before may still be going
+        fresh(api, target, "app", 2)
+        obj = {"apiVersion": builders.NSSCALER_VERSION, "kind": "NSScaler", "metadata": {"name": name},
+               "spec": aimed_at(world.prefix, spec, aim)}
+        if not admitted(api, obj, what="NSScaler"):
+            return
+        try:
+            result = world.run(run_job)
+            check_policy_outcome(api, name, obj["spec"], result, target)
+        finally:
+            remove(api, "NSScaler", name)
+
+    example()
+    print(schema_fuzz.assert_floor("NSScaler", before=before, share=NSSCALER_FLOOR))
 
 
 @pytest.fixture
@@ -139,27 +202,38 @@ def woken_family(api: AdminApi, world: World) -> str:
 
 
 @pytest.mark.usefixtures("wake_admission")
-@FUZZ
-@seed(schema_fuzz.SEED)
-@given(spec=schema_fuzz.specs(WAKE_SPEC), keep_requester=st.integers(0, 4))
-def test_every_admitted_wake_is_served_or_reported(api: AdminApi, run_job, world: World, woken_family: str,
-                                                   spec, keep_requester):
-    if isinstance(spec, dict) and keep_requester != 3:  # a generated requester is refused: mostly leave it out
-        spec = {k: v for k, v in spec.items() if k != "requestedBy"}
-    obj = {"apiVersion": builders.NSSCALER_VERSION, "kind": "Wake",
-           "metadata": {"name": "fuzz", "namespace": woken_family}, "spec": spec}
-    if not admitted(api, obj, what="Wake"):
-        return
-    try:
-        result = world.run(run_job)
-        status = api.get("Wake", "fuzz", woken_family).get("status") or {}
-        assert status.get("state") in ("Active", "Expired", "Ignored"), status
-        unreadable = [p for p in result.report.get("problems", []) if p.startswith(f"Wake {woken_family}/fuzz")]
-        if unreadable:
-            assert result.exit_code == 1 and status["state"] == "Ignored"
-            assert status["message"].startswith("spec"), status
-    finally:
-        api.delete("Wake", "fuzz", woken_family)
+def test_every_admitted_wake_is_served_or_reported(api: AdminApi, run_job, world: World, woken_family: str):
+    before = schema_fuzz.counted("Wake")
+
+    @FUZZ
+    @seed(schema_fuzz.SEED)
+    @given(spec=schema_fuzz.specs(WAKE_SPEC), keep_requester=st.integers(0, 4))
+    def example(spec, keep_requester):
+        if isinstance(spec, dict) and keep_requester != 3:  # a generated requester is refused: mostly leave it out
+            spec = {k: v for k, v in spec.items() if k != "requestedBy"}
+        obj = {"apiVersion": builders.NSSCALER_VERSION, "kind": "Wake",
+               "metadata": {"name": "fuzz", "namespace": woken_family}, "spec": spec}
+        if not admitted(api, obj, what="Wake"):
+            return
+        try:
+            result = world.run(run_job)
+            status = api.get("Wake", "fuzz", woken_family).get("status") or {}
+            assert status.get("state") in ("Active", "Expired", "Ignored"), status
+            unreadable = [p for p in result.report.get("problems", []) if p.startswith(f"Wake {woken_family}/fuzz")]
+            if unreadable:
+                assert result.exit_code == 1 and status["state"] == "Ignored"
+                assert status["message"].startswith("spec"), status
+            # the Wake's own outcome: its namespace runs while it is Active, and is held (with its record) otherwise
+            if status["state"] == "Active":
+                assert_running(api, woken_family, "app", count=2)
+            else:
+                assert_frozen(api, woken_family, "app", count=2, by=f"{world.prefix}w")
+        finally:
+            remove(api, "Wake", "fuzz", woken_family)
+            _gone(api, "Wake", woken_family)
+
+    example()
+    print(schema_fuzz.assert_floor("Wake", before=before, share=WAKE_FLOOR))
 
 
 _MARKS = [ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_SUSPEND, ANNOTATION_ORIGINAL_WHEN_SCALED,
@@ -217,29 +291,92 @@ def marked_family(api: AdminApi, world: World) -> str:
     return world.prefix + "m-"
 
 
-@FUZZ
-@seed(schema_fuzz.SEED)
-@given(kind=st.sampled_from(_KINDS), held=st.booleans(), scaled=st.booleans(), no_replicas=st.booleans(),
-       marks=st.dictionaries(st.sampled_from(_MARKS), _VALUES, max_size=5))
-def test_every_mark_on_every_kind_is_served_or_reported(api: AdminApi, run_job, world: World, marked_family: str,
-                                                        kind, held, scaled, no_replicas, marks):
-    ns = marked_family + ("held" if held else "up")
-    obj = workload(kind, ns, "fuzz")
-    obj["metadata"]["annotations"] = {k: small(v) if k == ANNOTATION_ORIGINAL_REPLICAS else v
-                                      for k, v in marks.items()}
-    obj["metadata"]["labels"] = {LABEL_SCALED: "true"} if scaled else {}
-    if no_replicas:
-        obj["spec"].pop("replicas", None)  # the API server defaults it (to 1) where the kind has one
-    if not admitted(api, obj, what=f"{kind} with marks"):
+#: the record each kind's freeze leaves, and how a frozen one looks
+_RECORD_KEY = {"CronJob": ANNOTATION_ORIGINAL_SUSPEND, "Job": ANNOTATION_ORIGINAL_SUSPEND,
+               "DaemonSet": ANNOTATION_ORIGINAL_NODE_SELECTOR}
+
+
+def looks_frozen(kind: str, obj: dict[str, Any]) -> bool:
+    spec = obj["spec"]
+    if kind in ("CronJob", "Job"):
+        return spec.get("suspend") is True
+    if kind == "DaemonSet":
+        return FROZEN_NODE_LABEL in (spec["template"]["spec"].get("nodeSelector") or {})
+    return spec.get("replicas") == 0
+
+
+#: a defect this tier found and left to the owners of the planner: a built-in workload whose size is plainly readable
+#: is reported as "could not read its size", without the mark at fault named: a workload in a namespace its policy
+#: keeps running that carries `scaled-by` but no record (a Deployment, a DaemonSet; 4 of the 30 examples of the
+#: fixed seed). Each example that meets it is collected here; the
+#: test then reports them as an expected failure (after every other example passed and the floor held), so that
+#: the defect is neither hidden nor able to mask any other failure, and the test fails once it is fixed (strict).
+UNREADABLE_SIZE = "could not read its size"
+
+
+class KnownDefect(Exception):
+    """Raised once, after all examples, for `UNREADABLE_SIZE`: the only failure the test's xfail accepts."""
+
+
+def check_mark_outcome(api: AdminApi, sent: dict[str, Any], result: Any, *, held: bool, policy: str,
+                       defects: list[str]) -> None:
+    """The fuzzed workload's own outcome: named in a failure with the mark at fault; or, in the held namespace,
+    excluded and untouched or frozen with its record by this policy; in the active one, never left frozen by it."""
+    kind, ns = sent["kind"], sent["metadata"]["namespace"]
+    obj = api.get(kind, "fuzz", ns)
+    notes, labels = obj["metadata"].get("annotations") or {}, obj["metadata"].get("labels") or {}
+    said = [str(p) for p in result.report.get("problems", [])]
+    said += [str(f) for p in result.report.get("policies", []) for f in p.get("failures", [])]
+    named = [f for f in said if f"{kind.lower()}/fuzz" in f.lower() and f" {ns}" in f]
+    where = f"{kind} {ns}/fuzz (sent {sent['metadata']}): now {obj['metadata']} {obj['spec']}; said {said}"
+    if named and all(f.endswith(UNREADABLE_SIZE) for f in named) and kind != "Fleet":
+        defects.append(f"{kind} {ns}/fuzz with {sorted(sent['metadata']['annotations'])}: {named}")
         return
-    try:
-        result = world.run(run_job)
-        if result.exit_code == 1:  # whatever failed names the workload
-            said = json.dumps([result.report.get("problems"), [p["failures"] for p in result.report["policies"]]])
-            assert f"{kind}/fuzz" in said or "fuzz" in said, said
-    finally:
-        api.delete(kind, "fuzz", ns)
-        _gone(api, kind, ns)
+    if named:
+        assert result.exit_code == 1, where
+        assert any(key in f for f in named for key in [*_MARKS, LABEL_SCALED]), f"no mark named: {where}"
+        return
+    if not held:
+        assert not (looks_frozen(kind, obj) and notes.get(ANNOTATION_SCALED_BY) == policy), f"left frozen: {where}"
+        return
+    if (sent["metadata"]["annotations"].get(ANNOTATION_EXCLUDE) or "").lower() == "true":
+        assert not looks_frozen(kind, obj) and notes == sent["metadata"]["annotations"], f"touched: {where}"
+        return
+    record = _RECORD_KEY.get(kind, ANNOTATION_ORIGINAL_REPLICAS)
+    assert looks_frozen(kind, obj) and record in notes, f"not frozen with its record: {where}"
+    assert (notes.get(ANNOTATION_SCALED_BY), labels.get(LABEL_SCALED)) == (policy, "true"), f"unmarked: {where}"
+
+
+@pytest.mark.xfail(strict=True, raises=KnownDefect,
+                   reason=f"the planner reports a readable built-in's size as '{UNREADABLE_SIZE}'")
+def test_every_mark_on_every_kind_is_served_or_reported(api: AdminApi, run_job, world: World, marked_family: str):
+    before, defects = schema_fuzz.counted("workload with marks"), []
+
+    @FUZZ
+    @seed(schema_fuzz.SEED)
+    @given(kind=st.sampled_from(_KINDS), held=st.booleans(), scaled=st.booleans(), no_replicas=st.booleans(),
+           marks=st.dictionaries(st.sampled_from(_MARKS), _VALUES, max_size=5))
+    def example(kind, held, scaled, no_replicas, marks):
+        ns = marked_family + ("held" if held else "up")
+        obj = workload(kind, ns, "fuzz")
+        obj["metadata"]["annotations"] = {k: small(v) if k == ANNOTATION_ORIGINAL_REPLICAS else v
+                                          for k, v in marks.items()}
+        obj["metadata"]["labels"] = {LABEL_SCALED: "true"} if scaled else {}
+        if no_replicas:
+            obj["spec"].pop("replicas", None)  # the API server defaults it (to 1) where the kind has one
+        if not admitted(api, obj, what="workload with marks"):
+            return
+        try:
+            result = world.run(run_job)
+            check_mark_outcome(api, obj, result, held=held, policy=f"{world.prefix}m", defects=defects)
+        finally:
+            api.delete(kind, "fuzz", ns)
+            _gone(api, kind, ns)
+
+    example()
+    print(schema_fuzz.assert_floor("workload with marks", before=before, share=MARKS_FLOOR))
+    if defects:
+        raise KnownDefect(f"{len(defects)} examples met the known defect: {defects}")
 
 
 def _gone(api: AdminApi, kind: str, ns: str) -> None:
