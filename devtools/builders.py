@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from devtools.cluster.controlplane import ControlPlane
 
@@ -211,6 +213,12 @@ class AdminApi:
     def __init__(self, plane: ControlPlane) -> None:
         self.plane = plane
         self.http = plane.session()
+        # The tests' admin shares the server's seats with whatever a test loads it with (API Priority and
+        # Fairness): a 429 means "not now, nothing done", so trying again after the server's Retry-After is safe
+        # for every verb, and a setup or teardown step never fails on it.
+        not_now = Retry(total=8, connect=0, read=0, redirect=0, status_forcelist=[429], allowed_methods=None,
+                        respect_retry_after_header=True, backoff_factor=0.2, raise_on_status=False)
+        self.http.mount("https://", HTTPAdapter(max_retries=not_now))
 
     def url(self, kind: str, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
         base, plural, namespaced = _PATHS[kind]

@@ -37,6 +37,7 @@ from job.decide.selection import Selection, Verdict
 from job.decide.tiers import LateTier, TierWait
 from job.errors import shown, unexpected
 from job.model.kinds import Kind
+from job.model.marks import ANNOTATION_SCALED_BY
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.wake import Wake
@@ -200,6 +201,11 @@ class _Judge:
             return None
         if workload.excluded or workload.owner_key in self.excluded_owners:
             return owner_name, _EXCLUDED
+        if holder is None and not workload.has_record:  # a stray mark: nothing recorded, so nothing to give back
+            return Problem(owner_name, workload, (
+                f"{workload.ref} carries {ANNOTATION_SCALED_BY}={owner_name} but no record "
+                f"({workload.handling.record_key}): nsscaler does not know what to give back and leaves it as it "
+                f"is; remove the {ANNOTATION_SCALED_BY} annotation, or set the record to what to restore"))
         problem = _record_problem(workload, owner_name)
         if problem is not None:
             return problem

@@ -57,15 +57,18 @@ def sa_kubeconfig(control_plane, installed, tmp_path_factory) -> Path:
                                                     "nsscaler")
 
 
+#: what the downward API gives the CronJob's container; no Pod of that name exists, as for a run whose Pod is gone
+DOWNWARD = {"metadata.namespace": NAMESPACE, "metadata.name": "nsscaler-e2e-run", "metadata.uid": "e2e-run-uid"}
+
+
 def run_as_cronjob(kubeconfig: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """The CronJob container's own command line and environment, with the ServiceAccount's credentials."""
     container = cronjob_container()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NSSCALER_") and k != "KUBECONFIG"}
     for item in container.get("env", []):
         value = item.get("value")
-        if "valueFrom" in item:  # the downward API: the pod's own namespace
-            assert item["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
-            value = NAMESPACE
+        if "valueFrom" in item:  # the downward API: the Pod's own namespace, and its name and uid for the Lease
+            value = DOWNWARD[item["valueFrom"]["fieldRef"]["fieldPath"]]
         env[item["name"]] = value
     env["NSSCALER_KUBECONFIG"] = str(kubeconfig)
     command = [str(Path(sys.executable).parent / "nsscaler"), *container.get("args", []), *extra]

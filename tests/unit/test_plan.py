@@ -236,6 +236,18 @@ def test_malformed_record_is_reported_not_restored(original):
     assert len(plan.problems) == 1 and "malformed record" in plan.problems[0].message
 
 
+@pytest.mark.parametrize("size", [0, 2, None])
+def test_a_stray_scaled_by_without_a_record_is_named_and_left_as_it_is(size):
+    """`scaled-by` with no record, where no policy holds: nothing says what to give back (a size read from
+    metadata alone is fine: nothing needs it). Found by the marks fuzzer, once reported as "could not read its
+    size"."""
+    plan = make_plan([], namespaces=FAMILY, workloads=[workload("shop-v1", size=size, scaled_by="p")],
+                     settings=settings())
+    assert plan.actions == []
+    (problem,) = plan.problems
+    assert f"{ANNOTATION_SCALED_BY}=p but no record" in problem.message and "remove the" in problem.message
+
+
 def test_cap_blocks_every_freeze_but_not_restores():
     workloads = [
         workload("shop-v1", "a"),
