@@ -18,9 +18,11 @@ import yaml
 from devtools import dashboard_preview
 from devtools.metrics_component import DASHBOARD
 from job import errors
+from job.cluster.kube import PERSON_TIMEOUT
 from job.model import marks
 from job.model.policy import PolicySpec
 from job.model.settings import Settings
+from job.plugin import exits as plugin_exits
 from job.waker.metrics import WakerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +125,18 @@ def test_the_marks_page_lists_every_annotation_and_label_and_no_other():
 def test_the_exit_codes_page_lists_each_exit_code_of_the_command():
     codes = {int(row[0]) for row in table_rows(page("reference/exit-codes.md")) if row[0].isdigit()}
     assert codes == {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_CANNOT_START, errors.EXIT_LEASE_HELD}
+
+
+def test_the_plugin_page_lists_each_exit_code_of_the_plugin_as_its_help_says_it():
+    documented = {int(row[0]): row[1] for row in table_rows(page("using/plugin.md")) if row[0].isdigit()}
+    assert documented == plugin_exits.MEANINGS, "docs/using/plugin.md, Exit codes: copy job/plugin/exits.py"
+
+
+def test_the_plugin_page_gives_the_plugins_own_bounds():
+    text = " ".join(page("using/plugin.md").split())
+    seconds = f"{PERSON_TIMEOUT:g}"
+    assert f"at most {seconds} seconds to connect and {seconds} more for its answer" in text
+    assert f"({Settings.model_fields['status_list_limit'].default} by default)" in text
 
 
 def test_the_cronjob_fails_at_once_on_the_exit_code_the_page_says():
