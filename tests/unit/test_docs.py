@@ -17,7 +17,7 @@ import yaml
 
 from devtools import dashboard_preview
 from devtools.metrics_component import DASHBOARD
-from job import errors
+from job import cli, errors
 from job.cluster.kube import PERSON_TIMEOUT
 from job.model import marks
 from job.model.policy import PolicySpec
@@ -122,9 +122,31 @@ def test_the_marks_page_lists_every_annotation_and_label_and_no_other():
     assert f"`{marks.FIELD_MANAGER}`" in page("reference/marks.md")
 
 
-def test_the_exit_codes_page_lists_each_exit_code_of_the_command():
-    codes = {int(row[0]) for row in table_rows(page("reference/exit-codes.md")) if row[0].isdigit()}
-    assert codes == {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_CANNOT_START, errors.EXIT_LEASE_HELD}
+def section(text: str, heading: str) -> str:
+    """A page's text under `heading` (a `## ` heading), up to the next heading of that level."""
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def codes_of(text: str) -> dict[int, list[str]]:
+    return {int(row[0]): row[1:] for row in table_rows(text) if row[0].isdigit()}
+
+
+RUN_CODES = section(page("reference/exit-codes.md"), "`nsscaler run` (and `nsscaler` without a subcommand)")
+
+
+@pytest.mark.parametrize(("command", "text"), [
+    (cli.RUN, RUN_CODES),
+    (cli.RELEASE, section(page("reference/exit-codes.md"), "`nsscaler release`")),
+    (cli.RELEASE, page("operating/uninstall.md")),
+], ids=["run", "release", "uninstall page"])
+def test_the_exit_codes_pages_list_each_exit_code_of_each_subcommand(command, text):
+    assert set(codes_of(text)) == set(command.exits), "the codes differ from job/cli.py's (each --help's epilog)"
+
+
+def test_every_exit_code_of_the_command_is_the_runs():
+    assert set(cli.RUN.exits) == {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_CANNOT_START, errors.EXIT_LEASE_HELD}
 
 
 def test_the_plugin_page_lists_each_exit_code_of_the_plugin_as_its_help_says_it():
@@ -144,8 +166,7 @@ def test_the_cronjob_fails_at_once_on_the_exit_code_the_page_says():
     rules = cronjob["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"]
     failing = {v for r in rules if r["action"] == "FailJob" for v in r.get("onExitCodes", {}).get("values", [])}
     assert failing == {errors.EXIT_CANNOT_START}
-    (row,) = [r for r in table_rows(page("reference/exit-codes.md")) if r[0] == str(errors.EXIT_CANNOT_START)]
-    assert "podFailurePolicy" in row[2]
+    assert "podFailurePolicy" in codes_of(RUN_CODES)[errors.EXIT_CANNOT_START][1]
 
 
 def ksm_metrics() -> set[str]:
