@@ -164,6 +164,9 @@ def main(argv: Sequence[str] | None = None, *, now: dt.datetime | None = None) -
                   file=sys.stderr)
             return exits.EXIT_NOT_FOUND
         return _COMMANDS[args.command](kube, args, now=now or dt.datetime.now(dt.UTC))
-    except ApiError as exc:  # status 0 only: every refusal is said where it happens
-        print(f"kubectl nsscaler: {cannot_ask(kube, exc)}", file=sys.stderr)
-        return EXIT_CANNOT_START
+    except ApiError as exc:  # what no command says where it happens: the API server went away, or is failing
+        if exc.status == 0:
+            print(f"kubectl nsscaler: {cannot_ask(kube, exc)}", file=sys.stderr)
+            return EXIT_CANNOT_START
+        print(f"kubectl nsscaler: the API server at {kube.server} answered {exc}", file=sys.stderr)
+        return EXIT_FAILED

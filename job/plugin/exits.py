@@ -13,8 +13,9 @@ EXIT_NOT_FOUND = 4
 
 MEANINGS = {
     EXIT_OK: "done: the status shown, the Wake created, your Wakes ended",
-    EXIT_FAILED: "the API server refused what was asked (a Wake you may not create), or the status cannot be "
-                 "told (these credentials may read none of the namespace's workloads)",
+    EXIT_FAILED: "the API server refused what was asked (a Wake you may not create) or failed it (429, 5xx: one "
+                 "line), or the status cannot be told (these credentials may read none of the namespace's "
+                 "workloads)",
     EXIT_CANNOT_START: "nothing was asked: bad arguments, an unusable kubeconfig, the API server unreachable or "
                        "refusing the credentials (one line, within seconds)",
     EXIT_NOT_FOUND: "the namespace or NSScaler named does not exist",

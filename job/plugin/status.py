@@ -56,8 +56,7 @@ def namespace_missing(kube: Kube, ns: str) -> bool:
     try:
         kube.get(version="v1", plural="namespaces", name=ns)
     except ApiError as exc:
-        if exc.status == 0:
-            raise
+        workloads.raise_unless_unreadable(exc)
         return exc.status == 404
     return False
 
@@ -70,8 +69,7 @@ def _wake_lines(kube: Kube, ns: str) -> list[str]:
     try:
         wakes = wakes_in(kube, ns)
     except ApiError as exc:
-        if exc.status == 0:
-            raise
+        workloads.raise_unless_unreadable(exc)
         return [f"  Wakes: cannot read ({exc.status})"]
     lines = []
     for w in wakes:
@@ -124,8 +122,7 @@ def _policy_lines(kube: Kube, ns: str, found: workloads.Workloads) -> list[str]:
     try:
         policies = list(kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL))
     except ApiError as exc:
-        if exc.status == 0:
-            raise
+        workloads.raise_unless_unreadable(exc)
         return ["  NSScalers: cannot read them with these permissions (the records on workloads say enough)"]
     lines = []
     for p in policies:

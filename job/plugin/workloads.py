@@ -105,10 +105,14 @@ def _running_line(served: Served, obj: Mapping[str, Any]) -> str:
     return f"{served.name}/{obj['metadata']['name']}" + (f": {spec['replicas']}" if "replicas" in spec else "")
 
 
-def _raise_if_unreachable(exc: ApiError) -> None:
-    """A read the API server refused (RBAC, a kind not served) is said as unreadable; one it could not be reached
-    for (status 0) is not a matter of permissions, and goes up to the command, which says so."""
-    if exc.status == 0:
+#: answers that mean "not for you" (403) or "not served here" (404): said as unreadable. Any other failure (the
+#: API server unreachable, too busy, failing) goes up to the command, which says it in one line rather than pass
+#: it off as a matter of permissions
+UNREADABLE_STATUSES = frozenset({403, 404})
+
+
+def raise_unless_unreadable(exc: ApiError) -> None:
+    if exc.status not in UNREADABLE_STATUSES:
         raise exc
 
 
@@ -119,7 +123,7 @@ def _kinds(kube: Kube) -> tuple[list[tuple[Served, str | None]], list[str]]:
         custom = scalable_custom_kinds(kube.discovery())
         unreadable = []
     except ApiError as exc:
-        _raise_if_unreachable(exc)
+        raise_unless_unreadable(exc)
         custom, unreadable = [], ["API discovery (so no custom kind)"]
     return [*((s, None) for s in BUILTIN_SERVED), *((s, SCALED_SELECTOR) for s in custom)], unreadable
 
@@ -133,7 +137,7 @@ def _read(kube: Kube, ns: str) -> tuple[list[tuple[Served, list[dict[str, Any]]]
             found.append((served, list(kube.list_all(version=served.api_version, plural=served.plural,
                                                      namespace=ns, label_selector=selector))))
         except ApiError as exc:
-            _raise_if_unreachable(exc)
+            raise_unless_unreadable(exc)
             unreadable.append(served.name)
     return found, unreadable
 
@@ -161,6 +165,6 @@ def held_namespaces(kube: Kube, policy: str) -> dict[str, int] | None:
                                   metadata_only=True)
             held.update(obj["metadata"]["namespace"] for obj in items if _scaled_by(obj) == policy)
         except ApiError as exc:
-            _raise_if_unreachable(exc)
+            raise_unless_unreadable(exc)
             return None
     return dict(sorted(held.items()))

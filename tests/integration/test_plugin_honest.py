@@ -17,7 +17,7 @@ from devtools.cluster.controlplane import ControlPlane, free_ports
 from job.cluster.kube import PERSON_TIMEOUT
 from job.plugin.exits import EXIT_NOT_FOUND
 from tests.conftest import make_family
-from tests.faults import StoppedServer
+from tests.faults import FaultProxy, StoppedServer
 from tests.users import plugin
 
 #: more held namespaces than a status lists (`status_list_limit`, 20 by default)
@@ -67,6 +67,30 @@ def test_credentials_the_api_server_rejects_are_said_in_one_line(control_plane: 
     assert shown.stderr.splitlines() == [f"kubectl nsscaler: the API server at {control_plane.server} rejected your "
                                          f"credentials (401): log in again, or renew the token or certificate in "
                                          f"your kubeconfig"]
+
+
+def test_a_failing_api_server_is_not_passed_off_as_a_permission(api: AdminApi, control_plane: ControlPlane,
+                                                                 admin_token: str, prefix: str, tmp_path):
+    """The check passes, then the LIST of Deployments gets 503: said in one line, exit 1 (before: "cannot read
+    with these permissions: Deployment", and "running")."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+
+    failed: list[str] = []
+
+    def deployments_fail(method: str, path: str) -> str | None:
+        if method == "GET" and path.startswith(f"/apis/apps/v1/namespaces/{ns}/deployments"):
+            failed.append(path)
+            return "503"
+        return None
+
+    with FaultProxy(control_plane, fraction=0.0, before_forward=deployments_fail) as proxy:
+        shown = plugin(proxy.kubeconfig(tmp_path / "config", admin_token), "status", "-n", ns)
+    assert len(failed) == 1, failed  # sent once: not retried
+    assert shown.returncode == 1, (shown.stdout, shown.stderr)
+    assert shown.stdout == ""
+    [line] = shown.stderr.splitlines()
+    assert line.startswith(f"kubectl nsscaler: the API server at {proxy.url} answered 503 "), line
 
 
 def test_a_mistyped_namespace_reads_as_missing(api: AdminApi, control_plane: ControlPlane, prefix: str):

@@ -157,7 +157,7 @@ def test_the_plugin_page_lists_each_exit_code_of_the_plugin_as_its_help_says_it(
 def test_the_plugin_page_gives_the_plugins_own_bounds():
     text = " ".join(page("using/plugin.md").split())
     seconds = f"{PERSON_TIMEOUT:g}"
-    assert f"at most {seconds} seconds to connect and {seconds} more for its answer" in text
+    assert f"at most {seconds} seconds to connect and at most {seconds} seconds for each reply" in text
     assert f"({Settings.model_fields['status_list_limit'].default} by default)" in text
 
 
