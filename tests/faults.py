@@ -11,6 +11,7 @@ Everything stays on loopback; the proxy stops with its `with` block.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import random
@@ -241,3 +242,42 @@ class KillAt:
         """The process's exit code once it ended; -9 when this hook killed it."""
         assert self._proc is not None
         return self._proc.wait(timeout=timeout)
+
+
+class StoppedServer:
+    """What a stopped API server (its process paused, or hung) is on the wire: the kernel completes each TCP
+    handshake, and nothing ever answers, not even the TLS ClientHello. It counts the connections a client opens,
+    so a test can say how many attempts it made. Imitated, not done for real: pausing the suite's one
+    kube-apiserver would stop every other test with it."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._held: list[socket.socket] = []  # kept open, unanswered, until the end
+        self._lock = threading.Lock()
+
+    @property
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # closed: the `with` block is over
+                return
+            with self._lock:
+                self._held.append(conn)
+
+    def __enter__(self) -> StoppedServer:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):  # wakes the accepting thread, which a close alone may not
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            for conn in self._held:
+                conn.close()

@@ -22,6 +22,15 @@ from job.model.settings import Settings
 from job.model.workloads import Workload
 
 CRD_PLURAL = "customresourcedefinitions"
+#: what to do when something nsscaler installs is missing (its CRD, its ClusterRole): the same for either install,
+#: so the advice names both, and the start cannot tell which one was used
+REINSTALL = ("install nsscaler again the way it was installed (kustomize: kubectl apply -k "
+             "kustomize/overlays/prod, or your overlay; Helm: helm upgrade with charts/nsscaler)")
+#: what to do when the API server rejects the credentials (401), for either kind: a kubeconfig's, or the token a
+#: Pod's ServiceAccount mounts
+RENEW_CREDENTIALS = ("renew the credentials: with a kubeconfig, its token or certificate (or --kubeconfig/"
+                     "--context for another); in a Pod, its ServiceAccount's token, which a new Pod mounts afresh "
+                     "(check that the ServiceAccount still exists)")
 _WORKLOAD_VERBS = ("list", "get", "patch")
 
 
@@ -65,8 +74,8 @@ def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] =
     base = [a for a in missing if not any(a in found for found in per_kind.values())]
     parts = []
     if base:
-        parts.append(f"missing RBAC permissions: {', '.join(map(str, base))}; apply the ClusterRole from "
-                     f"kustomize/base (kubectl apply -k kustomize/overlays/prod)")
+        parts.append(f"missing RBAC permissions: {', '.join(map(str, base))}; nsscaler's ClusterRole grants "
+                     f"them: {REINSTALL}, and check that its ClusterRoleBinding names this identity")
     for kind, lacking in sorted(per_kind.items()):
         if lacking:
             parts.append(f"kind {kind} (selected by a policy) needs {', '.join(map(str, lacking))}: apply a "
@@ -102,8 +111,7 @@ def startup_error(kube: Kube, exc: ApiError) -> StartupError:
     if exc.status == 0:
         return StartupError(f"{exc.message}; check --kubeconfig/--context and that the cluster is up")
     if exc.status == 401:
-        return StartupError(f"the API server at {kube.server} rejected the credentials (401): renew the "
-                            f"token or certificate in the kubeconfig")
+        return StartupError(f"the API server at {kube.server} rejected the credentials (401): {RENEW_CREDENTIALS}")
     if exc.status in TRANSIENT_STATUSES:
         return StartupError(f"the API server at {kube.server} is overloaded or unavailable ({exc}); the Job "
                              f"retries the run (exit 1): if it lasts, see docs/operating/release-day.md",

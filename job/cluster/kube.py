@@ -42,6 +42,9 @@ _SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 _JSON_PATCH = {"Content-Type": "application/json-patch+json"}
 _METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}
+#: seconds a person's request (`kubectl nsscaler`) may take to connect, and then to answer: one request to a
+#: stopped API server is said within twice this
+PERSON_TIMEOUT = 4.0
 _AGGREGATED_DISCOVERY = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                                    "application/json"}
 
@@ -150,10 +153,12 @@ class Kube:
     @classmethod
     def as_user(cls, *, kubeconfig: Path | None, context: str | None) -> Kube:
         """A person's connection (`kubectl nsscaler`): their kubeconfig and context, never the ServiceAccount of
-        a pod the command may run in, and none of the job's NSSCALER_* environment. Retries stop sooner than
-        the run's: a person is waiting, and an API server that does not answer in seconds is worth saying so."""
-        settings = Settings.model_construct(kubeconfig=kubeconfig, context=context, retry_attempts=3,
-                                            retry_budget=10.0)
+        a pod the command may run in, and none of the job's NSSCALER_* environment. Each request is sent once,
+        and waits for an answer at most `PERSON_TIMEOUT` seconds: a person is waiting, and an API server that
+        does not answer at once is worth saying so at once (they may run the command again), not after a
+        retry loop."""
+        settings = Settings.model_construct(kubeconfig=kubeconfig, context=context, retry_attempts=1,
+                                            retry_budget=PERSON_TIMEOUT, request_timeout=PERSON_TIMEOUT)
         kube = cls(settings, config=_load_config(settings, in_pod=False))
         kube.api.session.headers["User-Agent"] = "kubectl-nsscaler"  # the Wakes it creates are the person's
         return kube

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from job.cluster.access import preflight, startup_error
+from job.cluster.access import REINSTALL, preflight, startup_error
 from job.cluster.kube import Kube
 from job.decide import listing, reads
 from job.errors import ApiError, StartupError
@@ -59,8 +59,7 @@ def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
         objs = list(kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL))
     except ApiError as exc:
         if exc.status == 404:
-            raise StartupError(f"the NSScaler CRD ({policy_api.CRD_NAME}) is not installed: run "
-                               f"kubectl apply -k kustomize/overlays/prod") from None
+            raise StartupError(f"the NSScaler CRD ({policy_api.CRD_NAME}) is not installed: {REINSTALL}") from None
         if exc.status == 403:
             preflight(kube, settings)  # names every missing permission, not only this one
         raise startup_error(kube, exc) from None

@@ -10,6 +10,7 @@ finds them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,22 +57,38 @@ def scalable_custom_kinds(discovery: Mapping[str, Any]) -> list[Served]:
 
 
 @dataclass(frozen=True)
-class Workloads:
-    """A namespace's workloads in words: `frozen` ("Deployment/web (by shop)"), `running` ("Deployment/api: 2"),
-    and the kinds the user may not read there."""
+class Frozen:
+    """A workload that carries nsscaler's record (its `LABEL_SCALED` label), and the NSScaler that froze it."""
 
-    frozen: list[str]
+    kind: str
+    name: str
+    by: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name} (by {self.by})"
+
+
+@dataclass(frozen=True)
+class Workloads:
+    """A namespace's workloads: what nsscaler froze there, what runs ("Deployment/api: 2"), and the kinds the
+    user may not read there (`readable` says whether any was read at all)."""
+
+    frozen: list[Frozen]
     running: list[str]
     unreadable: list[str]
+    readable: bool
+
+    def frozen_by(self, policy: str) -> int:
+        """How many workloads here the NSScaler `policy` froze: from the workloads' own records, complete."""
+        return sum(1 for f in self.frozen if f.by == policy)
 
 
 def _frozen(obj: Mapping[str, Any]) -> bool:
     return (obj["metadata"].get("labels") or {}).get(LABEL_SCALED) == "true"
 
 
-def _frozen_line(served: Served, obj: Mapping[str, Any]) -> str:
-    meta = obj["metadata"]
-    return f"{served.name}/{meta['name']} (by {(meta.get('annotations') or {}).get(ANNOTATION_SCALED_BY)})"
+def _scaled_by(obj: Mapping[str, Any]) -> str:
+    return str((obj["metadata"].get("annotations") or {}).get(ANNOTATION_SCALED_BY))
 
 
 def _runs(served: Served, obj: dict[str, Any]) -> bool:
@@ -88,20 +105,39 @@ def _running_line(served: Served, obj: Mapping[str, Any]) -> str:
     return f"{served.name}/{obj['metadata']['name']}" + (f": {spec['replicas']}" if "replicas" in spec else "")
 
 
-def _read(kube: Kube, ns: str) -> tuple[list[tuple[Served, list[dict[str, Any]]]], list[str]]:
-    """Every built-in kind whole, every scalable custom kind by label; and what the user may not read."""
-    unreadable = []
+#: answers that mean "not for you" (403) or "not served here" (404): said as unreadable. Any other failure (the
+#: API server unreachable, too busy, failing) goes up to the command, which says it in one line rather than pass
+#: it off as a matter of permissions
+UNREADABLE_STATUSES = frozenset({403, 404})
+
+
+def raise_unless_unreadable(exc: ApiError) -> None:
+    if exc.status not in UNREADABLE_STATUSES:
+        raise exc
+
+
+def _kinds(kube: Kube) -> tuple[list[tuple[Served, str | None]], list[str]]:
+    """Every built-in kind (whole: what runs is read too), every scalable custom kind (by label); and whether
+    discovery, which names the custom kinds, was refused."""
     try:
         custom = scalable_custom_kinds(kube.discovery())
-    except ApiError:
-        custom = []
-        unreadable.append("API discovery (so no custom kind)")
+        unreadable = []
+    except ApiError as exc:
+        raise_unless_unreadable(exc)
+        custom, unreadable = [], ["API discovery (so no custom kind)"]
+    return [*((s, None) for s in BUILTIN_SERVED), *((s, SCALED_SELECTOR) for s in custom)], unreadable
+
+
+def _read(kube: Kube, ns: str) -> tuple[list[tuple[Served, list[dict[str, Any]]]], list[str]]:
+    """Every kind's objects in `ns` as far as the user may read them; and what they may not read."""
+    kinds, unreadable = _kinds(kube)
     found = []
-    for served, selector in [*((s, None) for s in BUILTIN_SERVED), *((s, SCALED_SELECTOR) for s in custom)]:
+    for served, selector in kinds:
         try:
             found.append((served, list(kube.list_all(version=served.api_version, plural=served.plural,
                                                      namespace=ns, label_selector=selector))))
-        except ApiError:
+        except ApiError as exc:
+            raise_unless_unreadable(exc)
             unreadable.append(served.name)
     return found, unreadable
 
@@ -109,6 +145,26 @@ def _read(kube: Kube, ns: str) -> tuple[list[tuple[Served, list[dict[str, Any]]]
 def in_namespace(kube: Kube, ns: str) -> Workloads:
     """What nsscaler froze in `ns`, of every kind, and what still runs there, as far as the user may read it."""
     found, unreadable = _read(kube, ns)
-    return Workloads(frozen=[_frozen_line(s, o) for s, items in found for o in items if _frozen(o)],
+    return Workloads(frozen=[Frozen(s.name, o["metadata"]["name"], _scaled_by(o))
+                             for s, items in found for o in items if _frozen(o)],
                      running=[_running_line(s, o) for s, items in found for o in items if _runs(s, o)],
-                     unreadable=unreadable)
+                     unreadable=unreadable, readable=bool(found))
+
+
+def held_namespaces(kube: Kube, policy: str) -> dict[str, int] | None:
+    """Each namespace where the NSScaler `policy` froze workloads, with how many: from the records on the
+    workloads of every kind, cluster-wide (one LIST by label per kind, metadata only), so complete where a
+    status list is cut at `status_list_limit`. None when the user may not list some kind cluster-wide."""
+    kinds, unreadable = _kinds(kube)
+    if unreadable:
+        return None
+    held: Counter[str] = Counter()
+    for served, _ in kinds:
+        try:
+            items = kube.list_all(version=served.api_version, plural=served.plural, label_selector=SCALED_SELECTOR,
+                                  metadata_only=True)
+            held.update(obj["metadata"]["namespace"] for obj in items if _scaled_by(obj) == policy)
+        except ApiError as exc:
+            raise_unless_unreadable(exc)
+            return None
+    return dict(sorted(held.items()))

@@ -11,6 +11,7 @@ import yaml
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster.controlplane import free_ports
+from job.cluster.access import REINSTALL, RENEW_CREDENTIALS
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
 from tests.conftest import CRD, ROOT, apply_manifest, make_family
 
@@ -56,7 +57,8 @@ def test_missing_rbac_names_every_missing_permission_and_changes_nothing(api, ru
                     "list namespaces", "patch deployments.apps", "patch statefulsets.apps", "get cronjobs.batch",
                     "list pods", "create events"):
         assert missing in line
-    assert "kubectl apply -k kustomize/overlays/prod" in line
+    assert line.endswith(f"; nsscaler's ClusterRole grants them: {REINSTALL}, and check that its ClusterRoleBinding "
+                         f"names this identity")
     assert api.replicas("Deployment", prefix + "v1", "d-web") == 2
 
     # The shipped ClusterRole without one rule: exactly that permission is named.
@@ -80,8 +82,8 @@ def test_missing_rbac_names_every_missing_permission_and_changes_nothing(api, ru
             result = run_job(kubeconfig=kubeconfig)
             last[:] = [result.stderr]
             return result.exit_code == 2 and error_lines(result.stderr)[0].endswith(
-                "missing RBAC permissions: patch statefulsets.apps; apply the ClusterRole from kustomize/base "
-                "(kubectl apply -k kustomize/overlays/prod)")
+                f"missing RBAC permissions: patch statefulsets.apps; nsscaler's ClusterRole grants them: "
+                f"{REINSTALL}, and check that its ClusterRoleBinding names this identity")
         try:
             wait_until(only_statefulset_patch_missing, timeout=20, what="RBAC to name only patch statefulsets")
         except AssertionError as exc:
@@ -130,8 +132,8 @@ def test_a_run_with_nothing_to_write_names_a_missing_permission_when_refused(api
             last[:] = [result.stderr]
             lines = error_lines(result.stderr)
             return result.exit_code == 2 and len(lines) == 1 and lines[0].endswith(
-                f"missing RBAC permissions: {named}; apply the ClusterRole from kustomize/base "
-                f"(kubectl apply -k kustomize/overlays/prod)")
+                f"missing RBAC permissions: {named}; nsscaler's ClusterRole grants them: {REINSTALL}, and check "
+                f"that its ClusterRoleBinding names this identity")
         try:
             wait_until(named_alone, timeout=20, what=f"the run to name only {named}")
         except AssertionError as exc:
@@ -161,7 +163,8 @@ def test_missing_crd_exits_2_saying_how_to_install_it(api, run_job, swapped_crd)
     result = run_job()
     assert result.exit_code == 2
     (line,) = error_lines(result.stderr)
-    assert f"the NSScaler CRD ({CRD_NAME}) is not installed: run kubectl apply -k kustomize/overlays/prod" in line
+    assert line.endswith(f"the NSScaler CRD ({CRD_NAME}) is not installed: {REINSTALL}")
+    assert "kubectl apply -k" in REINSTALL and "helm upgrade" in REINSTALL  # either install
 
 
 def test_invalid_stored_crs_are_reported_and_valid_policies_still_act(api, run_job, prefix, swapped_crd):
@@ -228,5 +231,6 @@ def test_no_token_in_any_log_line_or_report(api, run_job, prefix, service_accoun
         assert result.stderr and token not in result.stderr and token not in str(result.report)
     rejected = control_plane.kubeconfig(tmp_path / "bad", user="x", token=token[:-4] + "AAAA")
     result = run_job("--log-level", "debug", kubeconfig=rejected)
-    assert result.exit_code == 2 and "rejected the credentials (401)" in result.stderr
+    assert result.exit_code == 2 and f"rejected the credentials (401): {RENEW_CREDENTIALS}" in result.stderr
+    assert "kubeconfig" in RENEW_CREDENTIALS and "ServiceAccount" in RENEW_CREDENTIALS  # either kind of credentials
     assert token[:-4] not in result.stderr

@@ -19,6 +19,7 @@ from devtools.builders import AdminApi, wait_until
 from devtools.cluster import traefik
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
+from job.cluster.access import REINSTALL
 from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_RULES, DOMAIN, FINALIZER_ROUTES
 from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, kubectl, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
@@ -264,8 +265,8 @@ def test_a_release_names_a_missing_permission_before_its_first_write(api: AdminA
             code, err = release(kubeconfig)
             said[:] = [err]
             return code == 2 and err.rstrip().endswith(
-                "missing RBAC permissions: patch deployments.apps; apply the ClusterRole from kustomize/base "
-                "(kubectl apply -k kustomize/overlays/prod)")
+                f"missing RBAC permissions: patch deployments.apps; nsscaler's ClusterRole grants them: "
+                f"{REINSTALL}, and check that its ClusterRoleBinding names this identity")
         try:
             wait_until(refused, timeout=20, what="the release to name only patch deployments")
         except AssertionError as exc:

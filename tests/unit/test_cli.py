@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from job.cli import EXIT_CANNOT_START, main
+import job
+from job.cli import RELEASE, RUN, exit_codes, load_settings, main, subcommand_of
+from job.errors import EXIT_CANNOT_START, EXIT_FAILED, EXIT_LEASE_HELD, EXIT_OK
 
 
 @pytest.mark.parametrize(("argv", "env", "expected"), [
@@ -34,7 +37,6 @@ def test_invalid_settings_exit_2_with_the_field_and_reason(argv, env, expected, 
 
 def test_settings_from_the_environment_alone_are_read_without_the_command_line_parser(monkeypatch):
     """The CronJob passes no flags: its settings come from the environment, as they would with the parser."""
-    from job.cli import load_settings  # noqa: PLC0415
     from job.model.settings import Settings  # noqa: PLC0415
 
     for key, value in {"NSSCALER_DRY_RUN": "true", "NSSCALER_DEFAULT_KINDS": "Deployment,CronJob",
@@ -76,14 +78,65 @@ def test_an_unusable_kubeconfig_is_named_in_one_line(tmp_path, capsys, text):
     assert len(err.strip().splitlines()) == 1, err
 
 
-def test_help_lists_every_setting(capsys):
+@pytest.mark.parametrize("command", [RUN, RELEASE], ids=lambda c: c.name)
+def test_each_subcommand_has_its_own_help_ending_with_its_exit_codes(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "110")
     with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
+        main([command.name, "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
+    assert out.startswith(f"usage: nsscaler {command.name} [-h] ")
+    assert " ".join(command.description.split()) in " ".join(out.split())
     for flag in ("--kubeconfig", "--context", "--dry-run", "--max-freeze", "--protected-namespaces",
                  "--log-format", "--output", "--concurrency", "--retry-attempts"):
         assert flag in out
+    assert out.endswith(exit_codes(command.exits) + "\n")
+    assert [int(line.split()[0]) for line in out.split("exit codes:\n")[1].splitlines()
+            if line.startswith("  ") and line.split()[0].isdigit()] == list(command.exits)
+
+
+def test_the_run_lists_every_exit_code_of_the_command_and_the_release_all_but_the_lease():
+    assert set(RUN.exits) == {EXIT_OK, EXIT_FAILED, EXIT_CANNOT_START, EXIT_LEASE_HELD}
+    assert set(RELEASE.exits) == {EXIT_OK, EXIT_FAILED, EXIT_CANNOT_START}  # a release takes no run Lease
+
+
+def test_the_top_help_lists_both_subcommands_and_their_exit_codes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "110")
+    assert main(["--help"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("usage: nsscaler [-h] [--version] [{run,release}] [settings ...]\n")
+    for command in (RUN, RELEASE):
+        assert re.search(rf"^    {command.name} +{re.escape(command.summary)}$", out, re.M), out
+        assert exit_codes(command.exits, title=f"exit codes of {command.name}") in out
+    assert "Without a subcommand, nsscaler runs once (`nsscaler run`)" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(("argv", "command", "rest"), [
+    pytest.param([], RUN, [], id="the CronJob: no argument"),
+    pytest.param(["--dry-run", "--output", "json"], RUN, ["--dry-run", "--output", "json"], id="flags only"),
+    pytest.param(["run", "--dry-run"], RUN, ["--dry-run"], id="run"),
+    pytest.param(["release", "--restore-wait-in-run=30"], RELEASE, ["--restore-wait-in-run=30"], id="release"),
+])
+def test_run_is_the_subcommand_when_none_is_named(argv, command, rest):
+    assert subcommand_of(argv) == (command, rest)
+
+
+def test_a_subcommand_takes_its_settings_as_the_run_does(monkeypatch):
+    monkeypatch.setenv("NSSCALER_LOG_FORMAT", "json")
+    for command in (RUN, RELEASE):
+        settings = load_settings(["--dry-run", "--max-freeze", "3"], command=command)
+        assert (settings.dry_run, settings.max_freeze, settings.log_format) == (True, 3, "json")
+
+
+def test_the_version_is_the_packages(capsys):
+    assert main(["--version"]) == EXIT_OK
+    assert capsys.readouterr().out == f"nsscaler {job.__version__}\n"
+
+
+def test_an_unknown_setting_of_the_release_points_to_the_releases_help(capsys):
+    assert main(["release", "--frobnicate"]) == EXIT_CANNOT_START
+    [line] = capsys.readouterr().err.splitlines()
+    assert "unrecognized arguments: --frobnicate" in line and line.endswith("see nsscaler release --help")
 
 
 @pytest.mark.parametrize("command", [["nsscaler"], ["python", "-m", "job"]])

@@ -17,10 +17,12 @@ import yaml
 
 from devtools import dashboard_preview
 from devtools.metrics_component import DASHBOARD
-from job import errors
+from job import cli, errors
+from job.cluster.kube import PERSON_TIMEOUT
 from job.model import marks
 from job.model.policy import PolicySpec
 from job.model.settings import Settings
+from job.plugin import exits as plugin_exits
 from job.waker.metrics import WakerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,9 +122,43 @@ def test_the_marks_page_lists_every_annotation_and_label_and_no_other():
     assert f"`{marks.FIELD_MANAGER}`" in page("reference/marks.md")
 
 
-def test_the_exit_codes_page_lists_each_exit_code_of_the_command():
-    codes = {int(row[0]) for row in table_rows(page("reference/exit-codes.md")) if row[0].isdigit()}
-    assert codes == {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_CANNOT_START, errors.EXIT_LEASE_HELD}
+def section(text: str, heading: str) -> str:
+    """A page's text under `heading` (a `## ` heading), up to the next heading of that level."""
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def codes_of(text: str) -> dict[int, list[str]]:
+    return {int(row[0]): row[1:] for row in table_rows(text) if row[0].isdigit()}
+
+
+RUN_CODES = section(page("reference/exit-codes.md"), "`nsscaler run` (and `nsscaler` without a subcommand)")
+
+
+@pytest.mark.parametrize(("command", "text"), [
+    (cli.RUN, RUN_CODES),
+    (cli.RELEASE, section(page("reference/exit-codes.md"), "`nsscaler release`")),
+    (cli.RELEASE, page("operating/uninstall.md")),
+], ids=["run", "release", "uninstall page"])
+def test_the_exit_codes_pages_list_each_exit_code_of_each_subcommand(command, text):
+    assert set(codes_of(text)) == set(command.exits), "the codes differ from job/cli.py's (each --help's epilog)"
+
+
+def test_every_exit_code_of_the_command_is_the_runs():
+    assert set(cli.RUN.exits) == {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_CANNOT_START, errors.EXIT_LEASE_HELD}
+
+
+def test_the_plugin_page_lists_each_exit_code_of_the_plugin_as_its_help_says_it():
+    documented = {int(row[0]): row[1] for row in table_rows(page("using/plugin.md")) if row[0].isdigit()}
+    assert documented == plugin_exits.MEANINGS, "docs/using/plugin.md, Exit codes: copy job/plugin/exits.py"
+
+
+def test_the_plugin_page_gives_the_plugins_own_bounds():
+    text = " ".join(page("using/plugin.md").split())
+    seconds = f"{PERSON_TIMEOUT:g}"
+    assert f"at most {seconds} seconds to connect and at most {seconds} seconds for each reply" in text
+    assert f"({Settings.model_fields['status_list_limit'].default} by default)" in text
 
 
 def test_the_cronjob_fails_at_once_on_the_exit_code_the_page_says():
@@ -130,8 +166,7 @@ def test_the_cronjob_fails_at_once_on_the_exit_code_the_page_says():
     rules = cronjob["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"]
     failing = {v for r in rules if r["action"] == "FailJob" for v in r.get("onExitCodes", {}).get("values", [])}
     assert failing == {errors.EXIT_CANNOT_START}
-    (row,) = [r for r in table_rows(page("reference/exit-codes.md")) if r[0] == str(errors.EXIT_CANNOT_START)]
-    assert "podFailurePolicy" in row[2]
+    assert "podFailurePolicy" in codes_of(RUN_CODES)[errors.EXIT_CANNOT_START][1]
 
 
 def ksm_metrics() -> set[str]:

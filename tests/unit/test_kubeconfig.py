@@ -60,16 +60,17 @@ def test_a_kubeconfig_of_two_files_has_the_users_credentials_from_the_second(tmp
     monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'gone'}:{second}")
     kube = Kube.as_user(kubeconfig=None, context=None)
     assert kube.config.user == {"token": "t"} and kube.config.namespace == "shop-v1"
-    assert kube.settings.retry_attempts == 3  # a person is waiting
+    assert kube.settings.retry_attempts == 1  # a person is waiting: an answer at once, not a retry loop
 
 
 def test_an_unreachable_server_is_named_with_the_cause(tmp_path, capsys):
     config = write(tmp_path / "config", **{"current-context": "c"}, contexts=[CONTEXT],
                    clusters=[{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
                    users=[{"name": "u", "user": {"token": "t"}}])
-    assert cli.main(["wake", "--kubeconfig", str(config), "--for", "1h"]) == 1
-    assert ("the API server refused: cannot reach the API server at https://127.0.0.1:1: ConnectionError: "
-            "Failed to establish a new connection: [Errno 111] Connection refused") in capsys.readouterr().err
+    assert cli.main(["wake", "--kubeconfig", str(config), "--for", "1h"]) == 2
+    assert capsys.readouterr().err == ("kubectl nsscaler: cannot reach the API server at https://127.0.0.1:1: "
+                                       "ConnectionError: Failed to establish a new connection: [Errno 111] "
+                                       "Connection refused\n")
 
 
 @pytest.mark.parametrize(("user", "said"), [
@@ -91,7 +92,7 @@ def test_a_failing_exec_plugin_is_named_with_its_cause(tmp_path, capsys):
                    clusters=[{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
                    users=[{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
                                                           "command": str(tmp_path / "no-such-plugin")}}}])
-    assert cli.main(["wake", "--kubeconfig", str(config), "--for", "1h"]) == 1
+    assert cli.main(["wake", "--kubeconfig", str(config), "--for", "1h"]) == 2  # the first request cannot be sent
     err = capsys.readouterr().err
     assert f"cannot get credentials from the kubeconfig's exec plugin ({tmp_path / 'no-such-plugin'}): " \
            f"FileNotFoundError" in err, err
