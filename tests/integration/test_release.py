@@ -19,6 +19,7 @@ from devtools.builders import AdminApi, wait_until
 from devtools.cluster import traefik
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
+from job.cluster.kube import Kube
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_ORIGINAL_RULES,
@@ -27,6 +28,7 @@ from job.model.marks import (
     FINALIZER_ROUTES,
     OWN_CRONJOB,
 )
+from job.waker import actions
 from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, kubectl, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
 from tests.integration.test_restore_tiers_faults import restore_stamp
@@ -377,3 +379,18 @@ def test_a_release_names_a_missing_permission_before_its_first_write(api: AdminA
     finally:
         api.delete("ClusterRoleBinding", f"{prefix}partial")
         api.delete("ClusterRole", f"{prefix}partial")
+
+
+def test_the_waker_starts_no_run_from_a_released_cronjob(api: AdminApi, prefix, control_plane: ControlPlane):
+    """The waker's own code (job/waker/actions.py) against a CronJob the release marked: no Job, so no run that
+    would only refuse; before the mark, a request's Job starts as it always does."""
+    own = own_cronjob(api, prefix)
+    kube = Kube.as_user(kubeconfig=control_plane.admin_kubeconfig, context=None)
+
+    before = actions.start_run(kube, namespace=own, cronjob=OWN_CRONJOB, woken=f"{prefix}v1")
+    code, err = release(control_plane.admin_kubeconfig, "--own-namespace", own)
+    after = actions.start_run(kube, namespace=own, cronjob=OWN_CRONJOB, woken=f"{prefix}v1")
+
+    assert code == 0, err
+    assert before is not None and after is None
+    assert [j["metadata"]["name"] for j in api.list("Job", own)] == [before]
