@@ -362,30 +362,6 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
 
 
-def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
-    api, prefix = plane_api, "stuck-"
-    install(helm, plane, tmp_path, {})
-    wait_until(api.crd_established, what="the chart's CRD")
-    ns = f"{prefix}v1"
-    for n in (ns, f"{prefix}v2"):
-        api.create(builders.namespace(n))
-    api.create(builders.deployment(ns, "web", 3))
-    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
-    run_cronjob(plane, api, tmp_path, "stuck-1")
-    api.patch("Deployment", "web", {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}}, namespace=ns)
-
-    result, runs = uninstall(helm, plane, api, tmp_path)
-
-    assert result.returncode != 0
-    # helm names the hook Job that failed; it stays (deleted only on success), so its log says what is left
-    assert "Job/nsscaler/nsscaler-release" in result.stderr and "Failed" in result.stderr, result.stderr
-    assert api.exists("Job", "nsscaler-release", NAMESPACE)
-    assert runs and all(r.returncode == 1 for r in runs)
-    assert f"left frozen: deployment/web in {ns}" in runs[0].stderr
-    assert api.exists("CronJob", "nsscaler", NAMESPACE), "nothing is removed while something is held"
-    assert api.get("Deployment", "web", ns)["spec"]["replicas"] == 0
-
-
 def documented_release_in_the_cluster() -> str:
     """The one-line release of docs/operating/uninstall.md, exactly as a user copies it."""
     (line,) = [line for line in (ROOT / "docs/operating/uninstall.md").read_text().splitlines()
@@ -437,3 +413,27 @@ def test_a_release_in_the_cluster_stops_every_later_run_and_the_uninstall_then_f
     assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
     assert api.replicas("Deployment", ns, "web") == 3
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+
+
+def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
+    api, prefix = plane_api, "stuck-"
+    install(helm, plane, tmp_path, {})
+    wait_until(api.crd_established, what="the chart's CRD")
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    run_cronjob(plane, api, tmp_path, "stuck-1")
+    api.patch("Deployment", "web", {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}}, namespace=ns)
+
+    result, runs = uninstall(helm, plane, api, tmp_path)
+
+    assert result.returncode != 0
+    # helm names the hook Job that failed; it stays (deleted only on success), so its log says what is left
+    assert "Job/nsscaler/nsscaler-release" in result.stderr and "Failed" in result.stderr, result.stderr
+    assert api.exists("Job", "nsscaler-release", NAMESPACE)
+    assert runs and all(r.returncode == 1 for r in runs)
+    assert f"left frozen: deployment/web in {ns}" in runs[0].stderr
+    assert api.exists("CronJob", "nsscaler", NAMESPACE), "nothing is removed while something is held"
+    assert api.get("Deployment", "web", ns)["spec"]["replicas"] == 0
