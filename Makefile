@@ -148,12 +148,10 @@ push: image ## push the container image
 deploy: install ## kubectl apply -k the overlay (OVERLAY=prod|dry-run) to the current cluster
 	$(BIN)/kubectl apply -k kustomize/overlays/$(OVERLAY)
 
-release: install ## give back every workload nsscaler holds, across all policies (fails naming what it could not)
-	$(BIN)/nsscaler release
+release: install ## suspend the CronJob for good, give back every workload nsscaler holds (fails naming what it could not)
+	$(BIN)/nsscaler release --own-namespace $(NAMESPACE)
 
-undeploy: install ## stop the CronJob, give everything back (or stop, naming what is left), then remove what deploy applied
-	$(BIN)/kubectl -n $(NAMESPACE) patch cronjob nsscaler -p '{"spec":{"suspend":true}}' 2>/dev/null || true
-	$(BIN)/nsscaler release
+undeploy: release ## the release (the CronJob suspended, everything given back, or stop naming what is left), then remove what deploy applied
 	$(BIN)/kubectl delete -k kustomize/overlays/$(OVERLAY) --ignore-not-found
 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler

@@ -7,7 +7,8 @@ What a run may change on an object is read from the same handlers that make its 
 the field its guard sets (a StatefulSet's claim retention). Everything else of the object must be as it was,
 but for nsscaler's own annotations and labels (`nsscaler.wubw.fun/...`) and what the API server itself changes
 (resourceVersion, generation, managedFields). The writes that are not workloads (the routes, the statuses, the
-Lease, Events, ReferenceGrants, the access reviews) are rows here too, each naming the module that sends them.
+Lease, Events, ReferenceGrants, the access reviews, a release's suspension of nsscaler's own CronJob) are rows
+here too, each naming the module that sends them.
 A custom kind (`<Kind>.<group>` with a /scale subresource) may change only whole numbers in its spec, never a
 Pod template.
 
@@ -32,7 +33,7 @@ import yaml
 from job.model.autoscalers import ScaledObjectHandler
 from job.model.kinds import BUILTIN, RecordedKind
 from job.model.kinds import httproute as hr
-from job.model.marks import DOMAIN, FINALIZER_ROUTES, WAKER_SERVICE
+from job.model.marks import ANNOTATION_RELEASED, DOMAIN, FINALIZER_ROUTES, OWN_CRONJOB, WAKER_SERVICE
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "kustomize" / "base" / "run-admission.yaml"
@@ -244,12 +245,17 @@ def request_validations() -> list[dict[str, str]]:
     reviews = (f"{GROUP} in ['authorization.k8s.io', 'authentication.k8s.io'] && "
                "request.resource.resource.startsWith('self')")
     to_waker = f"object.spec.to.all(t, t.kind == 'Service' && t.name == '{WAKER_SERVICE}')"
+    # `nsscaler release` (job/cluster/own_cronjob.py): its own CronJob suspended and marked released, never the
+    # other way (the cronjobs row keeps every other field as it was)
+    released = (f"request.operation == 'UPDATE' && {GROUP} == 'batch' && request.resource.resource == 'cronjobs' "
+                f"&& {SUB} == '' && {OBJ} == '{OWN_CRONJOB}' && object.spec.?suspend.orValue(false) == true "
+                f"&& '{ANNOTATION_RELEASED}' in object.metadata.?annotations.orValue({{}})")
     return [
         _validation("request.operation != 'CONNECT'", "nsscaler never connects to a Pod (exec, attach, port-forward)"),
         _validation(f"{NS} != 'kube-system'", "nsscaler writes nothing in kube-system"),
-        _validation(f"{NS} != {OWN} || ({lease}) || ({events}) || ({grants})",
-                    f"in its own namespace nsscaler writes only its Lease {LEASE}, Events and "
-                    f"ReferenceGrants for the waker"),
+        _validation(f"{NS} != {OWN} || ({lease}) || ({events}) || ({grants}) || ({released})",
+                    f"in its own namespace nsscaler writes only its Lease {LEASE}, Events, ReferenceGrants for the "
+                    f"waker, and its CronJob {OWN_CRONJOB} suspended and marked {ANNOTATION_RELEASED} (a release)"),
         _validation(f"request.operation != 'CREATE' || ({events}) || ({reviews}) || "
                     f"(({lease}) && {NS} == {OWN}) || "
                     f"(({grants}) && {NS} == {OWN} && {to_waker})",

@@ -31,6 +31,8 @@ import yaml
 
 from devtools.chart_schema import schema
 from job import __version__
+from job.decide.tiers import MAX_TIER
+from job.model.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "nsscaler"
@@ -179,7 +181,8 @@ def _replacement(name: str, key: str, indent: str, *, args: str) -> str:
 _LINE = re.compile(r"^(?P<indent> *)(?P<dash>- )?(?P<key>[A-Za-z_./]+)?:? ?__VALUE_(?P<name>[A-Za-z_]+)__$", re.M)
 
 
-def _templated(obj: Obj, *, args: str = ".Values.extraArgs") -> str:
+def _templated(obj: Obj, *, args: str = ".Values.extraArgs", dry_run: bool = True) -> str:
+    """The object's YAML with its marked fields templated; `dry_run`: whether the chart's `dryRun` reaches it."""
     text = yaml.safe_dump(obj, sort_keys=False, width=1000)
     # braces of the object's own text (alert templates, dashboard queries) are printed as they are, not run
     text = re.sub(r"\{\{|\}\}", lambda m: '{{"{{"}}' if m[0] == "{{" else '{{"}}"}}', text)
@@ -187,9 +190,10 @@ def _templated(obj: Obj, *, args: str = ".Values.extraArgs") -> str:
     def one(m: re.Match[str]) -> str:
         if m["dash"]:  # the list item EXTRA_ENV: the extra env, and the dry run
             i = m["indent"]
-            dry_run = f"{i}{{{{- if .Values.dryRun }}}}\n{i}- name: NSSCALER_DRY_RUN\n{i}  value: \"true\"\n"
+            dry = (f"{i}{{{{- if .Values.dryRun }}}}\n{i}- name: NSSCALER_DRY_RUN\n{i}  value: \"true\"\n"
+                   f"{i}{{{{- end }}}}\n")
             extra = f"{i}{{{{- with .Values.extraEnv }}}}\n{i}{{{{- toYaml . | nindent {len(i)} }}}}\n{i}{{{{- end }}}}"
-            return f"{dry_run}{i}{{{{- end }}}}\n{extra}"
+            return f"{dry if dry_run else ''}{extra}"
         return _replacement(m["name"], m["key"], m["indent"], args=args)
     return _LINE.sub(one, text)
 
@@ -215,7 +219,9 @@ def release_hook_template(o: Obj) -> str:
                         "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}}, "spec": job_spec})
     _mark_job(job["spec"])
     args = '(concat (list "release" (printf "--restore-wait-in-run=%v" .Values.release.tierWait)) .Values.extraArgs)'
-    body = _templated(job, args=args)
+    # a release is never a dry run (job.decide.release, rule 6): one that gave nothing back would let the uninstall
+    # remove nsscaler while workloads stay frozen
+    body = _templated(job, args=args, dry_run=False)
     return "{{- if .Values.release.onUninstall }}\n" + body + "{{- end }}\n"
 
 
@@ -291,13 +297,21 @@ _HELPERS = """{{/* The image: repository@digest when a digest is given, else rep
 {{- end -}}
 """
 
+#: how long a release may take at most, in seconds: a run writing when it starts is waited for (`--lease-wait`),
+#: then every restore tier may wait `release.tierWait` in turn (job/release.py); `helm uninstall` must wait longer
+_RELEASE_SECONDS = (f"add {int(Settings.model_fields['lease_wait'].default)} "
+                    f"(mul {MAX_TIER + 1} (int .Values.release.tierWait))")
+
 _NOTES = """nsscaler {{ .Chart.AppVersion }} runs on the schedule "{{ .Values.schedule }}" in namespace
 {{ .Values.namespace.name }}.
 It does nothing until you create an NSScaler (samples: kustomize/samples/ in the repository).
 {{- if .Values.release.onUninstall }}
-`helm uninstall` first runs `nsscaler release`: every workload nsscaler holds is given back, or the uninstall fails.
+`helm uninstall` first runs `nsscaler release`: it suspends the CronJob for good, then gives back every workload
+nsscaler holds, or the uninstall fails. It can take up to {{ SECONDS }} s (a run in progress, then
+TIERS restore tiers of {{ .Values.release.tierWait }} s each): Helm's default --timeout of 5m is too short, so run
+  helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }} --timeout {{ add 1 (div (SECONDS) 60) }}m
 {{- end }}
-"""
+""".replace("SECONDS", _RELEASE_SECONDS).replace("TIERS", str(MAX_TIER + 1))
 
 
 def chart_yaml() -> dict[str, Any]:

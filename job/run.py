@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from job.cluster import census as census_api
-from job.cluster import lease, read, routes
+from job.cluster import lease, own_cronjob, read, routes
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.kube import Kube
 from job.cluster.write import DEADLINE, carry_out, send_events, write_statuses, write_wake_statuses
@@ -101,7 +101,8 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     deadline: the rest is for its own work) while another live run holds it; if the other run holds it all that
     while, this one writes nothing, not even the statuses, says who holds it and exits 3. While it writes, it
     renews the Lease; a renewal late or refused stops its writes (the next run goes on). A run that finds nothing
-    to do never asks for the Lease. Raises StartupError when the run cannot start at all."""
+    to do never asks for the Lease. Raises StartupError when the run cannot start at all, and when, holding the
+    Lease, it finds its CronJob released (`job.decide.release`, rule 5): then it has written nothing."""
     wait = settings.lease_wait if settings.soft_deadline is None else min(settings.lease_wait,
                                                                            settings.soft_deadline / 2)
     me = lease.identity(pod_name=settings.pod_name, pod_uid=settings.pod_uid)
@@ -143,6 +144,8 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
                 send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings),
                             now=now)
                 return replace(report, lease_held_by=holder)  # the counts: below
+            # under the Lease: a release marks the CronJob, then waits for the Lease, so no run writes past it
+            own_cronjob.refuse_if_released(kube, settings.own_namespace)
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
                 snapshot = read_snapshot(kube, settings, now=now)
                 snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)

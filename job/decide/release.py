@@ -16,23 +16,57 @@ Rules:
 4. What is left after the release is every workload still carrying a record (an object frozen with its owner
    is its owner's, one in a namespace being deleted goes with it), each with why: the last failure of a write
    on it, a problem the planner named, its exclusion, or a tier still waiting.
+5. Before it gives anything back, the release suspends nsscaler's own CronJob and marks it released, in one
+   write, and leaves it so: no scheduled run starts between the release and the removal, and a run started from
+   the CronJob anyway (by hand, by the waker) finds the mark and freezes nothing.
+6. A release is never a dry run: one that gave nothing back would let an uninstall remove nsscaler while
+   workloads stay frozen, with nothing left to restore them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.decision import Decision, Write
 from job.decide.tiers import TierWait
-from job.model.marks import ANNOTATION_EXCLUDE
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_RELEASED, OWN_CRONJOB
 from job.model.policy import InvalidPolicy, Policy
 from job.model.workloads import Namespace, Workload
 
 #: why every workload comes back in a release
 REASON = "nsscaler release: everything nsscaler holds is given back"
+
+#: rule 6: what a release asked for a dry run says (exit 2)
+NEVER_A_DRY_RUN = ("a release is never a dry run: it gives back everything nsscaler holds, or fails naming what it "
+                   "could not; to see what a run would change, run nsscaler --dry-run instead (remove --dry-run or "
+                   "NSSCALER_DRY_RUN from the release)")
+
+
+def release_mark(cronjob: Mapping[str, Any], *, now: dt.datetime) -> dict[str, Any]:
+    """Rule 5: the merge patch of nsscaler's own CronJob, suspended and marked released at `now`; a CronJob an
+    earlier release marked keeps that first instant."""
+    at = released_at(cronjob) or now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"metadata": {"annotations": {ANNOTATION_RELEASED: at}}, "spec": {"suspend": True}}
+
+
+def released_at(cronjob: Mapping[str, Any] | None) -> str | None:
+    """Rule 5: when the release marked this CronJob, or None (no CronJob, or not released)."""
+    annotations = ((cronjob or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(ANNOTATION_RELEASED)
+    return str(value) if value is not None else None
+
+
+def refusal(*, namespace: str, at: str) -> str:
+    """Rule 5: what a run started from a released CronJob says before it exits 2, writing nothing."""
+    return (f"nsscaler was released at {at} (the CronJob {namespace}/{OWN_CRONJOB} carries {ANNOTATION_RELEASED} "
+            f"and is suspended): this run freezes nothing. To keep using nsscaler, remove the annotation and "
+            f"unsuspend the CronJob: kubectl -n {namespace} annotate cronjob {OWN_CRONJOB} "
+            f"{ANNOTATION_RELEASED}- && kubectl -n {namespace} patch cronjob {OWN_CRONJOB} "
+            f"-p '{{\"spec\":{{\"suspend\":false}}}}'")
 
 
 def released(policies: Sequence[Policy | InvalidPolicy], *, now: dt.datetime,

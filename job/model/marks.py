@@ -61,3 +61,11 @@ ANNOTATION_WAKE_REQUEST = f"{DOMAIN}/request"
 #: come back. A run reads HTTPRoutes only while some policy wakes on request or carries it: otherwise none can
 #: carry a record, and the run that finds nothing to do pays no request for routes
 FINALIZER_ROUTES = f"{DOMAIN}/routes"
+
+#: the CronJob that runs nsscaler, in nsscaler's own namespace (the install names it so: its RBAC, its admission
+#: policy and the waker name it too)
+OWN_CRONJOB = "nsscaler"
+#: on that CronJob, set by `nsscaler release` in the write that suspends it: when the release gave everything back
+#: (RFC 3339). A run started from a CronJob that carries it (by hand, by the waker) freezes nothing and exits 2: a
+#: suspended CronJob alone may be a pause, after which a run by hand is still wanted; a released one never runs
+ANNOTATION_RELEASED = f"{DOMAIN}/released"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from job.cluster.kube import Kube
+from job.decide import release as release_api
 from job.errors import ApiError, Conflict
 from job.model import policy as policy_api
 from job.model import wake as wake_api
@@ -94,10 +95,15 @@ def run_body(cron: dict[str, Any], *, woken: str, wake_uid: str | None = None) -
 
 def start_run(kube: Kube, *, namespace: str, cronjob: str, woken: str, wake_uid: str | None = None) -> str | None:
     """A Job from the CronJob's template, at once (the run's Lease keeps it from writing beside another run); its
-    name, or None when the CronJob cannot be read or the Job not created (the schedule then does it). For a
+    name, or None when the CronJob cannot be read, was released (`job.decide.release`, rule 5: nsscaler is being
+    removed) or the Job not created (the schedule then does it). For a
     Wake's `wake_uid`, the Job is named after it: both waker replicas see the Wake, and one Job starts."""
     try:
         cron = kube.get(version="batch/v1", plural="cronjobs", namespace=namespace, name=cronjob)
+        if (at := release_api.released_at(cron)) is not None:  # uninstalling: the run would refuse, so none starts
+            log.info("no run started: nsscaler was released at %s", at, extra={"event": "run-not-started",
+                                                                             "namespace": woken})
+            return None
         body = run_body(cron, woken=woken, wake_uid=wake_uid)
         job = kube.create(version="batch/v1", plural="jobs", namespace=namespace, body=body)
     except Conflict:  # the other replica started it

@@ -20,7 +20,13 @@ from devtools import admission, builders
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
 from job.cluster.kube import Kube
-from job.model.marks import AGGREGATE_LABEL, ANNOTATION_ORIGINAL_RULES, WAKER_SERVICE
+from job.model.marks import (
+    AGGREGATE_LABEL,
+    ANNOTATION_ORIGINAL_RULES,
+    ANNOTATION_RELEASED,
+    OWN_CRONJOB,
+    WAKER_SERVICE,
+)
 from job.waker import actions
 from tests.conftest import ROOT
 from tests.e2e.test_install import kubectl_run
@@ -282,3 +288,25 @@ def test_the_route_swap_as_nsscaler_fits_inside_the_policy(api: AdminApi, nsscal
     finally:
         api.delete("NSScaler", name)
 
+
+
+def test_a_stolen_nsscaler_token_may_only_suspend_and_mark_its_own_cronjob(api: AdminApi, nsscaler: Stolen) -> None:
+    """What a release writes (job/cluster/own_cronjob.py) and nothing more: its own CronJob suspended and marked
+    released passes; the same CronJob resumed, its mark taken off, its image changed, or another CronJob of its
+    namespace touched, are refused. The allowed write is sent as a dry run: the CronJob serves the other tests."""
+    own = f"/apis/batch/v1/namespaces/{NAMESPACE}/cronjobs/{OWN_CRONJOB}"
+    mark = {"metadata": {"annotations": {ANNOTATION_RELEASED: "2026-12-05T12:00:00Z"}}, "spec": {"suspend": True}}
+    allowed(nsscaler.patch(own, mark, dry_run=True))
+    refused_by(nsscaler.patch(own, {"spec": {"suspend": True}}), RUN_POLICY)  # suspended without the mark
+    refused_by(nsscaler.patch(own, {**mark, "spec": {"suspend": False}}), RUN_POLICY)
+    refused_by(nsscaler.patch(own, {**mark, "spec": {"suspend": True, "schedule": "* * * * *"}}), RUN_POLICY)
+    refused_by(nsscaler.patch(own, {**mark, "spec": {"suspend": True, "jobTemplate": {"spec": {"template": {
+        "spec": {"containers": [{"name": "nsscaler", "image": "busybox"}]}}}}}}), RUN_POLICY)
+    other = builders.cronjob(NAMESPACE, "not-nsscaler")
+    api.create(other)
+    try:
+        refused_by(nsscaler.patch(f"/apis/batch/v1/namespaces/{NAMESPACE}/cronjobs/not-nsscaler", mark,
+                                  dry_run=True), RUN_POLICY)
+    finally:
+        api.delete("CronJob", "not-nsscaler", NAMESPACE)
+    assert ANNOTATION_RELEASED not in (api.get("CronJob", OWN_CRONJOB, NAMESPACE)["metadata"].get("annotations") or {})

@@ -37,6 +37,12 @@ def alert_labels(**labels: str) -> dict[str, str]:
     return {**SCRAPE, **mc.KSM_LABELS, "policy": POLICY, "severity": "warning", **labels}
 
 
+def cronjob_series(metric: str) -> str:
+    """A series of kube-state-metrics' own CronJob metrics, for nsscaler's CronJob."""
+    every = {**SCRAPE, "namespace": "nsscaler", "cronjob": "nsscaler"}
+    return metric + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(every.items())) + "}"
+
+
 def ready(status: str, reason: str) -> str:
     return series("nsscaler_policy_condition", type="Ready", status=status, reason=reason)
 
@@ -80,9 +86,24 @@ CASES = [
                  id="pods-gone-after-20-min-quiet"),
     pytest.param("NSScalerPodsLeftInHeldNamespaces", {series("nsscaler_policy_pods_left"): "0x40"}, 35, None,
                  id="drained-quiet"),
-    pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_reverted_workloads"): "0x9 2x10"},
-                 12, f"2 workloads held by NSScaler {POLICY} were scaled up again by someone else",
-                 id="reverted-fires"),
+    pytest.param("NSScalerNoRecentRun", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x60",
+                                         cronjob_series("kube_cronjob_next_schedule_time"): "3600x60",
+                                         cronjob_series("kube_cronjob_status_last_schedule_time"): "0x60"}, 40, None,
+                 id="hourly-schedule-40-min-quiet"),
+    pytest.param("NSScalerNoRecentRun", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x200",
+                                         cronjob_series("kube_cronjob_next_schedule_time"): "3600x200",
+                                         cronjob_series("kube_cronjob_status_last_schedule_time"): "0x200"}, 187,
+                 f"No nsscaler run has reconciled NSScaler {POLICY} for 3h 7m 0s", id="hourly-schedule-3-hours-fires"),
+    pytest.param("NSScalerNoRecentRun", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x40",
+                                         cronjob_series("kube_cronjob_next_schedule_time"): "300x40",
+                                         cronjob_series("kube_cronjob_status_last_schedule_time"): "0x40"}, 22,
+                 f"No nsscaler run has reconciled NSScaler {POLICY} for 22m 0s",
+                 id="every-5-min-schedule-22-min-fires"),
+    pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_reverted_workloads"): "0x9 2x30"},
+                 27, f"2 workloads held by NSScaler {POLICY} were scaled up again by someone else",
+                 id="reverted-by-two-runs-fires"),
+    pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_reverted_workloads"): "0x9 1x10 0x20"},
+                 15, None, id="one-manual-scale-found-by-one-run-quiet"),
     pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_reverted_workloads"): "0x30"}, 20,
                  None, id="no-revert-quiet"),
     pytest.param("NSScalerWorkloadsRevertedByGitOps", {series("nsscaler_policy_done"): "1x30"}, 20, None,
@@ -90,10 +111,14 @@ CASES = [
 ]
 
 
-def unit_test(alert: str, inputs: dict[str, str], minutes: int, summary: str | None) -> dict[str, Any]:
+def unit_test(alert: str, inputs: dict[str, str], minutes: int, summary: str | None,
+              labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A promtool rule test: `alert` at `minutes`, expected with `summary` (None: quiet) and `labels` (by default
+    the first live NSScaler series' labels)."""
     expected = []
     if summary is not None:
-        labels = alert_labels(**next(_labels_of(s) for s in inputs if "{" in s and "stale" not in inputs[s]))
+        labels = labels or alert_labels(**next(_labels_of(s) for s in inputs
+                                               if s.startswith("nsscaler_policy") and "stale" not in inputs[s]))
         expected.append({"exp_labels": labels,
                          "exp_annotations": rendered_annotations(alert, labels, summary)})
     return {"rule_files": [str(mc.RULES)], "evaluation_interval": "1m",
@@ -114,13 +139,65 @@ def promtool_run(promtool: Path, *args: str) -> subprocess.CompletedProcess[str]
 def test_rules_are_valid_promql(promtool):
     result = promtool_run(promtool, "check", "rules", str(mc.RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 4 rules found" in result.stdout
+    assert "SUCCESS: 7 rules found" in result.stdout
 
 
 @pytest.mark.parametrize(("alert", "inputs", "minutes", "summary"), CASES)
 def test_alert_fires_on_its_state_and_only_then(promtool, tmp_path, alert, inputs, minutes, summary):
     test_file = tmp_path / "alerts_test.yaml"
     test_file.write_text(yaml.safe_dump(unit_test(alert, inputs, minutes, summary), sort_keys=False))
+    result = promtool_run(promtool, "test", "rules", str(test_file))
+    assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
+
+
+WAKER_SCRAPE = {"job": "nsscaler-waker", "instance": "10.0.0.9:8080", "namespace": "nsscaler",
+                "pod": "nsscaler-waker-7d9f-abcde"}
+KSM_WAKER = {**SCRAPE, "namespace": "nsscaler", "deployment": "nsscaler-waker"}
+
+
+def labelled(metric: str, labels: dict[str, str]) -> str:
+    return metric + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+AVAILABLE, WANTED = (labelled(f"kube_deployment_{m}", KSM_WAKER)
+                     for m in ("status_replicas_available", "spec_replicas"))
+ERRORS = labelled("nsscaler_waker_api_errors_total", WAKER_SCRAPE)
+OTHER_SCRAPE = labelled("up", SCRAPE)
+NO_METRICS = "No nsscaler metric for 30 minutes: every NSScaler alert is silent"
+WAKER_DOWN = "No nsscaler waker Pod is available in nsscaler: held namespaces cannot be woken"
+WAKER_ERRORS = f"The nsscaler waker {WAKER_SCRAPE['instance']} keeps failing its API calls"
+
+# alerts about nsscaler itself rather than a policy: (alert, {series: values}, minutes, summary or None, labels)
+SILENCE_AND_WAKER = [
+    pytest.param("NSScalerMetricsAbsent", {OTHER_SCRAPE: "1x60"}, 35, NO_METRICS, {"severity": "warning"},
+                 id="no-nsscaler-metric-for-35-min-fires"),
+    pytest.param("NSScalerMetricsAbsent", {OTHER_SCRAPE: "1x60"}, 25, None, None,
+                 id="no-nsscaler-metric-for-25-min-not-yet"),
+    pytest.param("NSScalerMetricsAbsent", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x9 stale",
+                                           OTHER_SCRAPE: "1x60"}, 50, NO_METRICS, {"severity": "warning"},
+                 id="config-broken-after-10-min-fires"),
+    pytest.param("NSScalerMetricsAbsent", {series("nsscaler_policy_last_run_timestamp_seconds"): "0x60"}, 45, None,
+                 None, id="metrics-present-quiet"),
+    pytest.param("NSScalerWakerDown", {AVAILABLE: "0x20", WANTED: "2x20"}, 6, WAKER_DOWN,
+                 {**KSM_WAKER, "severity": "critical"}, id="no-waker-pod-available-fires"),
+    pytest.param("NSScalerWakerDown", {AVAILABLE: "1x20", WANTED: "2x20"}, 10, None, None,
+                 id="one-of-two-available-quiet"),
+    pytest.param("NSScalerWakerDown", {AVAILABLE: "0x3 2x20", WANTED: "2x20"}, 10, None, None,
+                 id="a-rollout-of-3-min-quiet"),
+    pytest.param("NSScalerWakerDown", {AVAILABLE: "0x20", WANTED: "0x20"}, 10, None, None,
+                 id="scaled-to-zero-on-purpose-quiet"),
+    pytest.param("NSScalerWakerApiErrors", {ERRORS: "0+1x40"}, 25, WAKER_ERRORS,
+                 {**WAKER_SCRAPE, "severity": "warning"}, id="errors-for-25-min-fire"),
+    pytest.param("NSScalerWakerApiErrors", {ERRORS: "0x10 3x30"}, 30, None, None, id="one-burst-quiet"),
+    pytest.param("NSScalerWakerApiErrors", {ERRORS: "0x40"}, 30, None, None, id="no-errors-quiet"),
+]
+
+
+@pytest.mark.parametrize(("alert", "inputs", "minutes", "summary", "labels"), SILENCE_AND_WAKER)
+def test_silence_and_waker_alerts_fire_on_their_state_and_only_then(promtool, tmp_path, alert, inputs, minutes,
+                                                                    summary, labels):
+    test_file = tmp_path / "alerts_test.yaml"
+    test_file.write_text(yaml.safe_dump(unit_test(alert, inputs, minutes, summary, labels), sort_keys=False))
     result = promtool_run(promtool, "test", "rules", str(test_file))
     assert result.returncode == 0, f"{result.stdout}{result.stderr}\n--- {test_file}:\n{test_file.read_text()}"
 

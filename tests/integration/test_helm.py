@@ -30,7 +30,7 @@ from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
 from devtools.cluster.versions import cache_root
 from job import __version__
-from job.model.marks import ANNOTATION_EXCLUDE
+from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_RELEASED
 from tests.conftest import ROOT, built_tool, kubectl, plane_of_its_own
 from tests.integration.test_release import EVERY_KIND, family, make_every_kind, marks_left
 
@@ -263,7 +263,7 @@ def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_pa
         subprocess.CompletedProcess[str], list[subprocess.CompletedProcess[str]]]:
     """`helm uninstall`, while each Pod of its release hook Job runs as a kubelet would run it."""
     env = {**helm_env(), "KUBECONFIG": str(plane.admin_kubeconfig)}
-    proc = subprocess.Popen([helm, "uninstall", RELEASE, "-n", "default", "--timeout", "5m"], env=env,
+    proc = subprocess.Popen([helm, "uninstall", RELEASE, "-n", "default", "--timeout", "10m"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs: list[subprocess.CompletedProcess[str]] = []
     handled: set[str] = set()
@@ -359,6 +359,59 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     assert result.returncode == 0, result.stderr
     wait_until(lambda: not any(api.exists("CustomResourceDefinition", name) for name in CRDS),
                what="the CRDs to be removed")
+    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+
+
+def documented_release_in_the_cluster() -> str:
+    """The one-line release of docs/operating/uninstall.md, exactly as a user copies it."""
+    (line,) = [line for line in (ROOT / "docs/operating/uninstall.md").read_text().splitlines()
+               if "create job nsscaler-release-manual" in line]
+    return line
+
+
+def test_a_release_in_the_cluster_stops_every_later_run_and_the_uninstall_then_finishes(helm, plane, plane_api,
+                                                                                          tmp_path):
+    """The documented release without a checkout (a Job from the CronJob's own template, `kubectl` alone), its Pod
+    run with the ServiceAccount's real token under the chart's admission policy: everything comes back, the
+    CronJob is suspended and marked, and a run started from the CronJob afterwards, while the policy still holds
+    its namespace, freezes nothing. The uninstall's own release then finds nothing to do and finishes."""
+    api, prefix = plane_api, "after-"
+    install(helm, plane, tmp_path, {})
+    wait_until(api.crd_established, what="the chart's CRD")
+    notes = run(helm, "get", "notes", RELEASE, "-n", "default", kubeconfig=plane.admin_kubeconfig).stdout
+    assert "up to 540 s" in notes and "--timeout 10m" in notes, notes
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    run_cronjob(plane, api, tmp_path, "after-1")
+    assert api.replicas("Deployment", ns, "web") == 0
+
+    env = {**os.environ, "KUBECONFIG": str(plane.admin_kubeconfig),
+           "PATH": f"{Path(kubectl()).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["bash", "-c", documented_release_in_the_cluster()], env=env, check=True, capture_output=True)
+    job = api.get("Job", "nsscaler-release-manual", NAMESPACE)
+    released = run_pod_command(plane, job["spec"]["template"]["spec"], NAMESPACE, tmp_path)
+
+    assert released.returncode == 0, released.stderr
+    assert api.replicas("Deployment", ns, "web") == 3
+    cron = api.get("CronJob", "nsscaler", NAMESPACE)
+    assert cron["spec"]["suspend"] is True and ANNOTATION_RELEASED in cron["metadata"]["annotations"]
+
+    # a run from the CronJob's template after the release (by hand here; the waker's is the same Job)
+    subprocess.run([kubectl(), "--kubeconfig", str(plane.admin_kubeconfig), "-n", NAMESPACE, "create", "job",
+                    "--from=cronjob/nsscaler", "after-2"], check=True, capture_output=True)
+    later = run_pod_command(plane, api.get("Job", "after-2", NAMESPACE)["spec"]["template"]["spec"], NAMESPACE,
+                            tmp_path)
+    assert later.returncode == 2, later.stderr
+    assert "freezes nothing" in later.stderr
+    assert api.replicas("Deployment", ns, "web") == 3, "nothing frozen again"
+
+    result, runs = uninstall(helm, plane, api, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
+    assert api.replicas("Deployment", ns, "web") == 3
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
 
 

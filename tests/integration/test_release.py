@@ -20,7 +20,16 @@ from devtools.cluster import traefik
 from devtools.cluster.controlplane import ControlPlane
 from job.cli import main
 from job.cluster.access import REINSTALL
-from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_ORIGINAL_RULES, DOMAIN, FINALIZER_ROUTES
+from job.cluster.kube import Kube
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_ORIGINAL_RULES,
+    ANNOTATION_RELEASED,
+    DOMAIN,
+    FINALIZER_ROUTES,
+    OWN_CRONJOB,
+)
+from job.waker import actions
 from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, kubectl, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
 from tests.integration.test_restore_tiers_faults import restore_stamp
@@ -181,7 +190,10 @@ def test_release_keeps_restore_tiers_within_a_bounded_wait(api: AdminApi, run_jo
     assert (restore_stamp(app) - restore_stamp(db)).total_seconds() >= 1
 
 
-def test_a_dry_run_release_changes_nothing(api: AdminApi, run_job, prefix, control_plane: ControlPlane):
+def test_a_release_is_never_a_dry_run_and_asked_for_one_it_changes_nothing(api: AdminApi, run_job, prefix,
+                                                                          control_plane: ControlPlane):
+    """A dry run that gave nothing back and succeeded would let an uninstall remove nsscaler with workloads still
+    frozen: asked for one, the release refuses (exit 2) before it reads or writes anything."""
     ns = f"{prefix}v1"
     for n in (ns, f"{prefix}v2"):
         api.create(builders.namespace(n))
@@ -192,9 +204,102 @@ def test_a_dry_run_release_changes_nothing(api: AdminApi, run_job, prefix, contr
 
     code, err = release(control_plane.admin_kubeconfig, "--dry-run")
 
-    assert code == 0, err
-    assert "would give back 1 workloads" in err
+    assert code == 2, err
+    assert "a release is never a dry run" in err
     assert family(api, prefix) == frozen
+    release(control_plane.admin_kubeconfig)  # the release is cluster-wide: the next tests find nothing held
+
+
+def own_cronjob(api: AdminApi, prefix: str) -> str:
+    """nsscaler's own namespace for this test, with a CronJob named as the install names it, on a schedule."""
+    own = f"{prefix}sys"
+    api.create(builders.namespace(own))
+    cron = builders.cronjob(own, OWN_CRONJOB)
+    cron["spec"]["schedule"] = "*/10 * * * *"
+    api.create(cron)
+    return own
+
+
+def test_a_release_suspends_the_cronjob_for_good_and_a_run_started_from_it_afterwards_freezes_nothing(
+        api: AdminApi, run_job, prefix, control_plane: ControlPlane):
+    """The uninstall stays done: the release suspends nsscaler's CronJob (the CronJob controller starts no
+    scheduled run of a suspended CronJob) and marks it released; a run started from it anyway (by hand, or by the
+    waker) while the policy still holds its namespace finds the mark under the run Lease and freezes nothing."""
+    own = own_cronjob(api, prefix)
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job("--own-namespace", own).exit_code == 0
+    assert api.replicas("Deployment", ns, "web") == 0
+
+    code, err = release(control_plane.admin_kubeconfig, "--own-namespace", own)
+
+    assert code == 0, err
+    assert api.replicas("Deployment", ns, "web") == 3
+    cron = api.get("CronJob", OWN_CRONJOB, own)
+    assert cron["spec"]["suspend"] is True
+    assert ANNOTATION_RELEASED in cron["metadata"]["annotations"]
+
+    # the policy still holds v1: a run from the CronJob's namespace (what its Job runs as) would freeze it again
+    after = run_job("--own-namespace", own)
+
+    assert after.exit_code == 2, after.stderr
+    assert "nsscaler was released" in after.stderr and "freezes nothing" in after.stderr
+    assert api.replicas("Deployment", ns, "web") == 3
+    assert marks_left(api, f"{prefix}v") == []  # the family's; the CronJob keeps its mark
+    # a second release (an uninstall tried again) keeps the first instant and still gives back, nothing to do
+    code, err = release(control_plane.admin_kubeconfig, "--own-namespace", own)
+    assert code == 0, err
+    assert api.get("CronJob", OWN_CRONJOB, own)["metadata"]["annotations"][ANNOTATION_RELEASED] == \
+        cron["metadata"]["annotations"][ANNOTATION_RELEASED]
+    api.delete("NSScaler", f"{prefix}p")  # the release is cluster-wide: the next tests find nothing held
+
+
+def test_a_release_that_cannot_suspend_the_cronjob_gives_nothing_back(api: AdminApi, run_job, prefix,
+                                                                       control_plane: ControlPlane):
+    """Suspending comes first: refused by the API server (here an admission policy of the test's that refuses
+    every update of that CronJob), the release gives nothing back and exits 2 saying why, since a scheduled run
+    would freeze again what it gave back."""
+    own = own_cronjob(api, prefix)
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    assert run_job("--own-namespace", own).exit_code == 0
+    name = f"{prefix}keep-cronjob"
+    api.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": name}, "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["batch"], "apiVersions": ["*"],
+                                                            "operations": ["UPDATE"], "resources": ["cronjobs"]}]},
+                    "validations": [{"expression": f"object.metadata.namespace != '{own}'",
+                                     "message": "this CronJob is kept as it is", "reason": "Forbidden"}]}})
+    api.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}})
+    try:
+        def in_force() -> bool:  # a suspension sent as a dry run: admission answers it, nothing changes
+            answer = api.http.patch(api.url("CronJob", own, OWN_CRONJOB), json={"spec": {"suspend": True}},
+                                    params={"dryRun": "All"}, timeout=30,
+                                    headers={"Content-Type": "application/merge-patch+json"})
+            return answer.status_code == 403
+        wait_until(in_force, timeout=30, what=f"{name} to take effect")
+
+        code, err = release(control_plane.admin_kubeconfig, "--own-namespace", own)
+
+        assert code == 2, err
+        assert "could not suspend the CronJob" in err and "nothing was given back" in err, err
+        assert api.replicas("Deployment", ns, "web") == 0
+        assert api.get("CronJob", OWN_CRONJOB, own)["spec"]["suspend"] is False
+    finally:
+        api.delete("ValidatingAdmissionPolicyBinding", name)
+        api.delete("ValidatingAdmissionPolicy", name)
+    api.delete("NSScaler", f"{prefix}p")
+    wait_until(lambda: release(control_plane.admin_kubeconfig, "--own-namespace", own)[0] == 0, timeout=30,
+               what="the release to go through once the policy is gone")
+    assert api.replicas("Deployment", ns, "web") == 3
 
 
 def test_release_cannot_start_without_the_crd_access(control_plane: ControlPlane, tmp_path: Path):
@@ -275,3 +380,18 @@ def test_a_release_names_a_missing_permission_before_its_first_write(api: AdminA
     finally:
         api.delete("ClusterRoleBinding", f"{prefix}partial")
         api.delete("ClusterRole", f"{prefix}partial")
+
+
+def test_the_waker_starts_no_run_from_a_released_cronjob(api: AdminApi, prefix, control_plane: ControlPlane):
+    """The waker's own code (job/waker/actions.py) against a CronJob the release marked: no Job, so no run that
+    would only refuse; before the mark, a request's Job starts as it always does."""
+    own = own_cronjob(api, prefix)
+    kube = Kube.as_user(kubeconfig=control_plane.admin_kubeconfig, context=None)
+
+    before = actions.start_run(kube, namespace=own, cronjob=OWN_CRONJOB, woken=f"{prefix}v1")
+    code, err = release(control_plane.admin_kubeconfig, "--own-namespace", own)
+    after = actions.start_run(kube, namespace=own, cronjob=OWN_CRONJOB, woken=f"{prefix}v1")
+
+    assert code == 0, err
+    assert before is not None and after is None
+    assert [j["metadata"]["name"] for j in api.list("Job", own)] == [before]

@@ -92,11 +92,17 @@ def test_helm_values_and_configmap_hold_the_same_config_and_rbac():
     assert values["rbac"]["extraRules"] == role["rules"]
 
 
-def test_no_recent_run_alert_waits_three_schedule_periods_of_the_prod_cronjob():
+def test_no_recent_run_alert_waits_three_periods_of_the_cronjobs_schedule_or_of_prods_without_them():
+    """The period comes from kube-state-metrics' CronJob metrics of nsscaler's own CronJob (so a changed
+    schedule needs no change here); without them, the fallback is three periods of the prod overlay's schedule
+    (promtool shows both in tests/integration/test_alerts.py)."""
     (cron,) = [d for d in rendered("prod-with-metrics") if d["kind"] == "CronJob"]
-    threshold = 3 * schedule_period_seconds(cron["spec"]["schedule"])
-    expr = rules()["NSScalerNoRecentRun"]["expr"]
-    assert re.fullmatch(rf"time\(\) - nsscaler_policy_last_run_timestamp_seconds > {threshold}", expr), expr
+    expr = " ".join(rules()["NSScalerNoRecentRun"]["expr"].split())
+    period = (f'max(kube_cronjob_next_schedule_time{{cronjob="{cron["metadata"]["name"]}"}}) - '
+              f'max(kube_cronjob_status_last_schedule_time{{cronjob="{cron["metadata"]["name"]}"}})')
+    fallback = 3 * schedule_period_seconds(cron["spec"]["schedule"])
+    assert expr == (f"time() - nsscaler_policy_last_run_timestamp_seconds > on() group_left() "
+                    f"(3 * ({period}) or on() vector({fallback}))"), expr
 
 
 def test_every_count_nsscaler_writes_has_a_metric():
@@ -158,12 +164,21 @@ def test_labels_are_bounded():
         assert "commonLabels" not in metric and "labelFromKey" not in metric["each"]["gauge"], metric["name"]
 
 
+#: kube-state-metrics' own metrics the alerts read (its default collectors): nsscaler's CronJob, the waker's Deployment
+KSM_OWN = {"kube_cronjob_next_schedule_time", "kube_cronjob_status_last_schedule_time",
+           "kube_deployment_status_replicas_available", "kube_deployment_spec_replicas"}
+
+
 def test_alerts_use_only_exported_metrics_and_say_what_to_do():
+    """Each metric an alert reads is exported: by the shipped custom resource state config, by the waker's
+    /metrics, or by kube-state-metrics' own collectors. A policy's alert names the policy."""
+    served = set(re.findall(r"^# TYPE (\w+)", WakerMetrics().text(), re.M))
     for name, rule in rules().items():
-        used = set(re.findall(r"nsscaler_policy_\w+", rule["expr"]))
-        assert used and used <= set(mc.exported()), (name, used)
+        used = set(re.findall(r"\b(?:nsscaler|kube)_\w+", rule["expr"]))
+        assert used and used <= {*mc.exported(), *served, *KSM_OWN}, (name, used - {*mc.exported(), *served})
         assert rule["labels"]["severity"] in ("warning", "critical"), name
-        assert "{{ $labels.policy }}" in rule["annotations"]["summary"], name
+        if used & set(mc.exported()) and "absent(" not in rule["expr"]:
+            assert "{{ $labels.policy }}" in rule["annotations"]["summary"], name
         assert "kubectl" in rule["annotations"]["description"], name
 
 

@@ -9,10 +9,11 @@ import pytest
 
 from job.decide.actions import ActionResult, Problem, Verb
 from job.decide.decision import decide
-from job.decide.release import REASON, left, relabelled, released
+from job.decide.release import REASON, left, refusal, relabelled, release_mark, released, released_at
 from job.decide.tiers import TierWait
 from job.model import policy as policy_api
 from job.model.kinds import Kind
+from job.model.marks import ANNOTATION_RELEASED
 from job.model.snapshot import Autoscalers, Snapshot
 from tests.unit.factories import namespaces, policy, workload
 from tests.unit.factories import settings as make_settings
@@ -78,3 +79,24 @@ def test_what_is_left_is_named_with_why():
         "broken": "malformed record on broken",
         "app": "restore tier 1 still waits for statefulset/db (until 2026-12-04T18:00:30Z); run the release again",
     }
+
+
+def test_a_release_suspends_the_cronjob_and_marks_it_keeping_the_first_instant():
+    cronjob = {"metadata": {"name": "nsscaler", "annotations": {"team": "platform"}}, "spec": {"suspend": False}}
+    assert released_at(cronjob) is None and released_at(None) is None
+
+    mark = release_mark(cronjob, now=NOW)
+
+    assert mark == {"metadata": {"annotations": {ANNOTATION_RELEASED: "2026-12-04T18:00:00Z"}},
+                    "spec": {"suspend": True}}
+    marked = {"metadata": {"annotations": {"team": "platform", **mark["metadata"]["annotations"]}},
+              "spec": {"suspend": True}}
+    assert released_at(marked) == "2026-12-04T18:00:00Z"
+    again = release_mark(marked, now=NOW + dt.timedelta(hours=1))
+    assert again["metadata"]["annotations"][ANNOTATION_RELEASED] == "2026-12-04T18:00:00Z"
+
+
+def test_a_run_from_a_released_cronjob_says_why_it_freezes_nothing_and_how_to_go_on():
+    said = refusal(namespace="nsscaler", at="2026-12-04T18:00:00Z")
+    assert "released at 2026-12-04T18:00:00Z" in said and "freezes nothing" in said
+    assert f"kubectl -n nsscaler annotate cronjob nsscaler {ANNOTATION_RELEASED}-" in said
