@@ -228,5 +228,5 @@ def usage(policy: Policy, history: Iterable[Woken], *, now: dt.datetime) -> list
             continue
         frees = woken_time.frees_at(spans, now=at, allowance=allowance, window=window)
         out.append({"namespace": namespace, "budget": budget.words, "woken": _hours(used),
-                    "freesAt": utc_stamp(_instant(frees)) if frees > at else None})
+                    **({"freesAt": utc_stamp(_instant(frees))} if frees > at else {})})
     return out
