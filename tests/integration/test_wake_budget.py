@@ -103,3 +103,20 @@ def test_the_record_is_written_before_the_namespace_comes_back(api: AdminApi, co
     [entry] = api.status(policy)["wakeHistory"]
     assert entry["uid"] == wake["metadata"]["uid"]  # from the run that honoured it: its creation or a moment later
     assert created(wake) <= dt.datetime.fromisoformat(entry["from"]) <= after
+
+
+@pytest.mark.parametrize(("budget", "limit"), [
+    pytest.param({"hours": 24, "per": "day"}, "hours must be shorter than the window (at most 23 per day, 167 per "
+                                               "week)", id="a whole day"),
+    pytest.param({"hours": 168, "per": "week"}, "should be less than or equal to 167", id="a whole week"),
+    pytest.param({"hours": 0}, "should be greater than or equal to 1", id="zero"),
+    pytest.param({"hours": 2, "per": "month"}, 'Unsupported value: \\"month\\"', id="a month"),
+    pytest.param({"per": "day"}, "spec.wake.budget.hours: Required value", id="no hours"),
+    pytest.param({"hours": "8"}, 'must be of type integer', id="hours as text"),
+])
+@pytest.mark.usefixtures("crd")
+def test_an_absurd_budget_is_refused_at_admission_with_the_limit(api: AdminApi, prefix, budget, limit):
+    refused = api.http.post(api.url("NSScaler"), timeout=30, json=builders.nsscaler(
+        f"{prefix}p", prefix, [], wake={"budget": budget}))
+    assert refused.status_code == 422 and limit in refused.text, refused.text
+    assert not api.exists("NSScaler", f"{prefix}p")
