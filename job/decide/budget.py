@@ -7,7 +7,9 @@ honoured, before that end is cut on the record at the run that finds it so (the 
 Wake re-created is a new uid and a new entry: its time adds to the old one's. The record keeps a week (the longest
 window), so a budget changed mid-window counts what was already woken.
 
-Rules, in order, for each Active Wake (`job.decide.waking`) of a namespace, oldest first:
+Rules, in order, for each Active Wake (`job.decide.waking`) of a namespace, oldest first, where the namespace
+would be held but for its Wakes (a Wake in a namespace that runs anyway, listed active or outside the policy's
+hold windows, keeps nothing running and costs nothing):
 1. It starts where the record says, or at `max(creation, now)` when the record has no entry for it yet.
 2. Each budgeted policy with the namespace in scope grants it until its woken time in a rolling window would pass
    the allowance (`job.decide.woken_time.granted_end`), counted over the record of every other Wake, the ones
@@ -123,9 +125,10 @@ def _combined(policies: Sequence[Policy], now: dt.datetime) -> dict[str, dict[st
     return out
 
 
-def apply(judged: Mapping[tuple[str, str], WakeVerdict], policies: Sequence[Policy], *,
-          now: dt.datetime) -> Budgeted:
-    """Rules 1-3 for every Wake; `policies`: the serving ones. Without a budgeted policy, nothing changes."""
+def apply(judged: Mapping[tuple[str, str], WakeVerdict], policies: Sequence[Policy], *, now: dt.datetime,
+          would_hold: frozenset[str]) -> Budgeted:
+    """Rules 1-3 for every Wake; `policies`: the serving ones; `would_hold`: the namespaces held but for their
+    Wakes (`job.decide.selection`, rule 4). Without a budgeted policy, nothing changes."""
     budgeted = sorted((p for p in policies if p.spec.wake.budget is not None), key=lambda p: p.name)
     if not budgeted:
         return Budgeted(dict(judged), {})
@@ -140,7 +143,7 @@ def apply(judged: Mapping[tuple[str, str], WakeVerdict], policies: Sequence[Poli
         for judged_one in sorted(by_namespace.get(namespace, []), key=lambda v: (_start(v, entries_here, now),
                                                                                    v.wake.name)):
             limits = [p for p in budgeted if p.name in judged_one.policies]
-            if not judged_one.active or not limits:
+            if not judged_one.active or not limits or namespace not in would_hold:
                 continue
             verdict = _within(judged_one, limits, entries_here, now=now)
             verdicts[verdict.wake.key] = verdict

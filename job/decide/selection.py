@@ -196,14 +196,14 @@ def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datet
             for w in wakes if now is not None}
 
 
-def _within_budgets(policies: Sequence[Policy], judged: dict[tuple[str, str], WakeVerdict],
-                    now: dt.datetime | None, states: Mapping[str, PolicySelection]) -> dict[tuple[str, str],
-                                                                                           WakeVerdict]:
+def _within_budgets(policies: Sequence[Policy], judged: dict[tuple[str, str], WakeVerdict], *,
+                    now: dt.datetime | None, states: Mapping[str, PolicySelection],
+                    would_hold: frozenset[str]) -> dict[tuple[str, str], WakeVerdict]:
     """Rule 5's budgets: the verdicts cut or ignored, and each budgeted policy's record as this run leaves it."""
     budgeted = [p for p in policies if not p.spec.suspend and p.spec.wake.budget is not None]
     if not budgeted or now is None:
         return judged
-    applied = budget.apply(judged, budgeted, now=now)
+    applied = budget.apply(judged, budgeted, now=now, would_hold=would_hold)
     for p in budgeted:
         states[p.name].wake_history = applied.history[p.name]
         states[p.name].wake_budget = budget.usage(p, applied.history[p.name], now=now)
@@ -240,7 +240,11 @@ def select_namespaces(policies: Sequence[Policy], *, namespaces: Sequence[Namesp
             kept_by.setdefault(name, []).append(p.name)
 
     touchable_names = {ns.name for ns in touchable}
-    judged = _within_budgets(policies, judge_wakes(policies, wakes, now, touchable=touchable_names), now, states)
+    # rule 4 before the wakes: the namespaces a wake would keep running, the only ones where it costs budget
+    would_hold = frozenset(ns.name for ns in touchable if ns.name not in kept_by and any(
+        p.in_scope(ns.name) and ns.name not in kept_by_self[p.name] for p in holding))
+    judged = _within_budgets(policies, judge_wakes(policies, wakes, now, touchable=touchable_names), now=now,
+                             states=states, would_hold=would_hold)
     woken = _woken(judged.values())
     verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
     held_by: dict[str, list[str]] = {}

@@ -190,3 +190,17 @@ def test_an_absurd_budget_makes_the_policy_invalid(budget_spec):
                                                                       "wake": {"budget": budget_spec}}},
                               default_kinds=frozenset())
     assert isinstance(parsed, policy_api.InvalidPolicy) and "spec.wake.budget" in parsed.message
+
+
+def test_a_wake_costs_nothing_while_its_namespace_runs_anyway_and_counts_from_the_run_that_holds_it_again():
+    """Outside the policy's hold windows the namespace runs without the Wake: it keeps nothing running then."""
+    runs = Runs(policy("shop", "shop-", ["v2"], hold_windows=["00:00-22:30"],
+                       wake={"budget": {"hours": 2, "per": "day"}}))
+    wake = a_wake("w", T0 + HOUR, 6)  # 23:00, outside the window that ends at 22:30
+    free = runs.at(T0 + HOUR, wake)
+    assert free.wakes[wake.key].state == STATE_ACTIVE and not free.wakes[wake.key].capped
+    assert runs.policy.status[budget.STATUS_KEY] == []
+    held_again = runs.at(T0 + 3 * HOUR, wake)  # 01:00: the window is open; the wake counts from here
+    verdict = held_again.wakes[wake.key]
+    assert (verdict.state, verdict.applied_end) == (STATE_ACTIVE, T0 + 5 * HOUR)
+    assert "shop-v1" not in held_again.held_by
