@@ -229,7 +229,8 @@ def usage(policy: Policy, history: Iterable[Woken], *, now: dt.datetime) -> list
         used = woken_time.woken_within(spans, since=at - window, until=at)
         if not used and all(end <= at for _, end in spans):
             continue
-        frees = woken_time.frees_at(spans, now=at, allowance=allowance, window=window)
+        # below the allowance a Wake is granted time at once: only a used-up budget has a time it frees up
+        frees = woken_time.frees_at(spans, now=at, allowance=allowance, window=window) if used >= allowance else at
         out.append({"namespace": namespace, "budget": budget.words, "woken": _hours(used),
                     **({"freesAt": utc_stamp(_instant(frees))} if frees > at else {})})
     return out

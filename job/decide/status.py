@@ -136,7 +136,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
         **_tier_lists(outcome, list_limit=list_limit),
-        **wake_budget_fields(outcome),
+        **wake_budget_fields(outcome, list_limit=list_limit),
         "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
                           outcome.previous_status.get("freed")),
     }
@@ -147,7 +147,7 @@ def _tier_lists(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
             "restoredLate": late_entries(outcome.late[:list_limit], list_limit=list_limit)}
 
 
-def wake_budget_fields(outcome: PolicyOutcome) -> dict[str, Any]:
+def wake_budget_fields(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
     """`wakeBudget` and the record `wakeHistory` (`job.decide.budget`), for a policy with `wake.budget`; null
     (removed) once it has none. The record is sent only when this run changes it: a run that changes nothing
     there never overwrites what a run beside it recorded (the merge patch keeps a key it does not name)."""
@@ -156,7 +156,8 @@ def wake_budget_fields(outcome: PolicyOutcome) -> dict[str, Any]:
     if history is None:
         return {key: None for key in ("wakeBudget", budget.STATUS_KEY) if previous.get(key) is not None}
     assert outcome.selection is not None
-    fields: dict[str, Any] = {"wakeBudget": outcome.selection.wake_budget}
+    # what is left is cut to the list limit like any list of namespaces; the record never is: it is what counts
+    fields: dict[str, Any] = {"wakeBudget": outcome.selection.wake_budget[:list_limit]}
     if budget.history_changed(previous, history):
         fields[budget.STATUS_KEY] = budget.entries(history)
     return fields
