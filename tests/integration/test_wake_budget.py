@@ -7,15 +7,19 @@ Time is the run's `now`, injected; a Wake's creation is the API server's own sta
 from __future__ import annotations
 
 import datetime as dt
+import signal
+import sys
+from pathlib import Path
 
 import pytest
 
 from devtools import builders
 from devtools.builders import AdminApi
-from tests.faults import FaultProxy
+from tests.faults import FaultProxy, KillAt
 from tests.integration.test_wake import created, frozen, only_wake, run_at, shop, sizes
 from tests.users import plugin
 
+NSSCALER = str(Path(sys.executable).parent / "nsscaler")
 MINUTE = dt.timedelta(minutes=1)
 HOUR = dt.timedelta(hours=1)
 
@@ -103,6 +107,39 @@ def test_the_record_is_written_before_the_namespace_comes_back(api: AdminApi, co
     [entry] = api.status(policy)["wakeHistory"]
     assert entry["uid"] == wake["metadata"]["uid"]  # from the run that honoured it: its creation or a moment later
     assert created(wake) <= dt.datetime.fromisoformat(entry["from"]) <= after
+
+
+@pytest.mark.usefixtures("wake_admission")
+def test_a_run_killed_while_it_wakes_leaves_the_wake_on_the_record_and_it_counts_once(api: AdminApi, control_plane,
+                                                                                      prefix, admin_token, tmp_path):
+    """The run that honours a Wake is SIGKILLed at its first workload write (the fault proxy counts the requests:
+    the same point on an idle or a busy machine), after the record and before its own status. The record is
+    there; the next runs keep that one entry, and a Wake re-created after the first was deleted gets what is left
+    of the budget counted from it."""
+    ns, policy = shop(api, prefix, budget={"hours": 2, "per": "day"})
+    run_at(control_plane, dt.datetime.now(dt.UTC))
+    first = api.create(builders.wake(ns, "1h", name="nsscaler-waker"))
+    with FaultProxy(control_plane, fraction=0.0) as proxy:
+        kill = KillAt(method="PATCH", path_part=f"/namespaces/{ns}/", n=1).on(proxy)
+        kill.start([NSSCALER, "--kubeconfig", str(proxy.kubeconfig(tmp_path / "kill", admin_token)),
+                    "--concurrency", "1", "--log-level", "error"])
+        assert kill.wait() == -signal.SIGKILL and kill.killed.is_set(), "the run ended before its first write"
+        proxy.wait_idle()
+    assert only_wake(api, ns).get("status", {}).get("state", "Pending") == "Pending"  # its status never written
+    [entry] = api.status(policy)["wakeHistory"]
+    assert entry["uid"] == first["metadata"]["uid"]
+    started = dt.datetime.fromisoformat(entry["from"])
+
+    run_at(control_plane, created(first) + 30 * MINUTE)  # the next run finishes the restore
+    assert sizes(api, ns)["StatefulSet"][0] == 2 and api.status(policy)["wakeHistory"] == [entry]
+    api.delete("Wake", "nsscaler-waker", namespace=ns)
+    api.create(builders.wake(ns, "8h", name="nsscaler-waker"))
+    run_at(control_plane, created(first) + 31 * MINUTE)
+    status = only_wake(api, ns)["status"]
+    assert (status["state"], status["capped"]) == ("Active", True)
+    assert status["appliedUntil"] == stamp(started + 2 * HOUR)  # two hours in all, the killed run's included
+    assert [e["until"] for e in api.status(policy)["wakeHistory"]] == [
+        stamp(created(first) + 31 * MINUTE), stamp(started + 2 * HOUR)]
 
 
 @pytest.mark.parametrize(("budget", "limit"), [
