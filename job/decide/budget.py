@@ -199,13 +199,12 @@ def _within(verdict: WakeVerdict, limits: Sequence[Policy], entries_here: Mappin
 
 def spent_words(policy: str, budget: WakeBudget, history: Sequence[woken_time.Interval], *, namespace: str,
                 now: int) -> str:
-    """Why a Wake is ignored: the budget, what was woken in its window, and when enough of it frees up."""
+    """Why a Wake is ignored: the budget, and when enough of it frees up. No figure that moves with `now` (the
+    time woken is in the policy's `status.wakeBudget`): a run that judges the Wake as the one before sends nothing."""
     allowance, window = int(budget.allowance.total_seconds()), int(budget.window.total_seconds())
-    used = woken_time.woken_within(history, since=now - window, until=now)
     frees = woken_time.frees_at(history, now=now, allowance=allowance, window=window)
-    return (f"ignored: the wake budget of NSScaler {policy} ({budget.words}) is used up in namespace {namespace} "
-            f"({_hours(used)} woken in the last {budget.per}); the namespace stays held; the budget frees up at "
-            f"{utc_stamp(_instant(frees), precision='minutes')}")
+    return (f"ignored: the wake budget of NSScaler {policy} ({budget.words}) is used up in namespace {namespace}; "
+            f"the namespace stays held; the budget frees up at {utc_stamp(_instant(frees), precision='minutes')}")
 
 
 def _hours(seconds: int) -> str:

@@ -67,23 +67,33 @@ def test_three_wakes_in_a_row_past_the_budget_the_third_ignored_saying_until_whe
     frees = created(first) + dt.timedelta(days=1)  # the first hour starts to leave the rolling day
     assert status["state"] == "Ignored", status
     assert status["message"] == (f"ignored: the wake budget of NSScaler {policy} (2h per day) is used up in "
-                                 f"namespace {ns} (2h woken in the last day); the namespace stays held; the budget "
+                                 f"namespace {ns}; the namespace stays held; the budget "
                                  f"frees up at {stamp(frees, 'minutes')}")
     shown = plugin(control_plane.admin_kubeconfig, "status", "-n", ns)
     assert "Wake nsscaler-waker: Ignored, by " in shown.stdout and "budget frees up at" in shown.stdout, shown
     events = [e for e in api.list("Event", ns) if e["involvedObject"].get("name") == ns]
     assert "WakeIgnored" in [e["reason"] for e in events]
+    seen = only_wake(api, ns)["metadata"]["resourceVersion"]
+    run_at(control_plane, later + 10 * MINUTE)  # judged the same: nothing sent, still held
+    assert only_wake(api, ns)["metadata"]["resourceVersion"] == seen and sizes(api, ns) == frozen(policy)
 
     # the policy's status: the budget and the record, two entries for two uids under one name
-    policy_status = api.status(policy)
-    assert policy_status["wakeBudget"] == [{"namespace": ns, "budget": "2h per day", "woken": "2h",
-                                            "freesAt": stamp(frees)}]
-    history = policy_status["wakeHistory"]
-    assert [(e["wake"], e["from"], e["until"]) for e in history] == [
-        ("nsscaler-waker", stamp(created(first)), stamp(created(first) + HOUR)),
-        ("nsscaler-waker", stamp(ended), stamp(cut_at))]
-    assert len({e["uid"] for e in history}) == 2 and third["metadata"]["uid"] not in {e["uid"] for e in history}
+    budget_row = {"namespace": ns, "budget": "2h per day", "woken": "2h", "freesAt": stamp(frees)}
+    assert_recorded(api, policy, budget_row, [(created(first), created(first) + HOUR), (ended, cut_at)],
+                    not_there=third["metadata"]["uid"])
 
+
+def assert_recorded(api: AdminApi, policy: str, budget_row: dict[str, str],
+                    spans: list[tuple[dt.datetime, dt.datetime]], *, not_there: str) -> None:
+    """The policy's `wakeBudget` is that one row; its record, the Wake named nsscaler-waker over `spans`, each
+    another uid, none of them `not_there`."""
+    found = api.status(policy)
+    assert found["wakeBudget"] == [budget_row]
+    history = found["wakeHistory"]
+    assert [(e["wake"], e["from"], e["until"]) for e in history] == [
+        ("nsscaler-waker", stamp(start), stamp(end)) for start, end in spans]
+    uids = {e["uid"] for e in history}
+    assert len(uids) == len(spans) and not_there not in uids
 
 
 @pytest.mark.usefixtures("wake_admission")

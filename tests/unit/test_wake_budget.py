@@ -115,7 +115,7 @@ def test_recreated_wakes_share_one_budget_across_midnight_and_the_third_is_ignor
     verdict = ignored.wakes[third.key]
     assert verdict.state == STATE_IGNORED and ignored.held_by == {"shop-v1": ["shop"]}
     assert verdict.message == ("ignored: the wake budget of NSScaler shop (2h per day) is used up in namespace "
-                               "shop-v1 (2h woken in the last day); the namespace stays held; the budget frees up "
+                               "shop-v1; the namespace stays held; the budget frees up "
                                "at 2026-12-05T22:00Z")
     [row] = ignored.policies["shop"].wake_budget
     assert row == {"namespace": "shop-v1", "budget": "2h per day", "woken": "2h", "freesAt": "2026-12-05T22:00:00Z"}
