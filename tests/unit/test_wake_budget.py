@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from job.decide import budget, woken_time
-from job.decide.selection import Selection, select_namespaces
+from job.decide.outcome import PolicyOutcome
+from job.decide.selection import PolicySelection, Selection, select_namespaces
+from job.decide.status import build_status
 from job.model import policy as policy_api
 from job.model.wake import STATE_ACTIVE, STATE_EXPIRED, STATE_IGNORED, Wake
 from tests.unit.factories import namespaces, policy, settings
@@ -204,3 +206,22 @@ def test_a_wake_costs_nothing_while_its_namespace_runs_anyway_and_counts_from_th
     verdict = held_again.wakes[wake.key]
     assert (verdict.state, verdict.applied_end) == (STATE_ACTIVE, T0 + 5 * HOUR)
     assert "shop-v1" not in held_again.held_by
+
+
+def test_the_status_sends_the_record_only_when_the_run_changes_it_and_removes_it_with_the_budget():
+    """A run that changes nothing on the record never sends it (the merge patch keeps what a run beside it wrote);
+    a policy that drops its budget drops the record and the figures too."""
+    entry = budget.Woken("shop-v1", "w", "u1", T0, T0 + HOUR)
+    stored = {budget.STATUS_KEY: budget.entries([entry]), "wakeBudget": []}
+
+    def body(history: tuple[budget.Woken, ...] | None, previous: dict) -> dict:
+        chosen = PolicySelection("shop", holding=True, wake_history=history)
+        return build_status(PolicyOutcome("shop", 1, selection=chosen, previous_status=previous), now=T0,
+                            list_limit=20)
+
+    assert budget.STATUS_KEY not in body((entry,), stored) and body((entry,), stored)["wakeBudget"] == []
+    longer = dataclasses.replace(entry, end=T0 + 2 * HOUR)
+    assert body((longer,), stored)[budget.STATUS_KEY][0]["until"] == "2026-12-05T00:00:00Z"
+    dropped = body(None, stored)
+    assert dropped[budget.STATUS_KEY] is None and dropped["wakeBudget"] is None
+    assert budget.STATUS_KEY not in body(None, {}) and "wakeBudget" not in body(None, {})
