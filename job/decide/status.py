@@ -149,10 +149,13 @@ def _tier_lists(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
 
 def wake_budget_fields(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
     """`wakeBudget` and the record `wakeHistory` (`job.decide.budget`), for a policy with `wake.budget`; null
-    (removed) once it has none. The record is sent only when this run changes it: a run that changes nothing
-    there never overwrites what a run beside it recorded (the merge patch keeps a key it does not name)."""
+    (removed) once it has none, kept as it is while the policy is invalid or suspended (it counts again when it
+    serves). The record is sent only when this run changes it: a run that changes nothing there never overwrites
+    what a run beside it recorded (the merge patch keeps a key it does not name)."""
     history = outcome.selection.wake_history if outcome.selection is not None else None
     previous = outcome.previous_status
+    if history is None and (outcome.selection is None or outcome.suspended):
+        return {}  # invalid or suspended for now: its record stays as it was, for when it serves again
     if history is None:
         return {key: None for key in ("wakeBudget", budget.STATUS_KEY) if previous.get(key) is not None}
     assert outcome.selection is not None

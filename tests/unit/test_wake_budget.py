@@ -225,3 +225,8 @@ def test_the_status_sends_the_record_only_when_the_run_changes_it_and_removes_it
     dropped = body(None, stored)
     assert dropped[budget.STATUS_KEY] is None and dropped["wakeBudget"] is None
     assert budget.STATUS_KEY not in body(None, {}) and "wakeBudget" not in body(None, {})
+    suspended = PolicyOutcome("shop", 1, selection=PolicySelection("shop"), previous_status=stored, suspended=True)
+    invalid = PolicyOutcome("shop", 1, previous_status=stored, invalid="spec.wake.budget: hours must be ...")
+    for kept in (suspended, invalid):  # the record waits for the policy to serve again
+        written = build_status(kept, now=T0, list_limit=20)
+        assert budget.STATUS_KEY not in written and "wakeBudget" not in written
