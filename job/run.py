@@ -18,15 +18,16 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from job.cluster import census as census_api
 from job.cluster import lease, own_cronjob, read, routes
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.kube import Kube
 from job.cluster.write import DEADLINE, carry_out, send_events, write_statuses, write_wake_statuses
+from job.decide import budget, reads, tiers, waking
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
-from job.decide import reads, tiers, waking
 from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged
@@ -138,7 +139,7 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
         if any(decision.steps) or decision.needs:  # a run that writes: what it lacks is named before its first write
             preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
-        if not settings.dry_run and any(decision.steps):
+        if not settings.dry_run and (any(decision.steps) or _records(snapshot, decision)):
             if not _may_write(kube, run_lease):
                 holder = str(run_lease.held_by)
                 send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings),
@@ -150,6 +151,8 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
                 snapshot = read_snapshot(kube, settings, now=now)
                 snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
         stages.done("decide")
+        if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
+            write_statuses(kube, _records(snapshot, decision))
         # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
         holding = (lambda: True) if settings.dry_run else run_lease.holding
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at, holding=holding)
@@ -175,6 +178,12 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         report = replace(report, requests=kube.requests.snapshot(), throttled=kube.requests.throttled,
                          lease_requests=dict(sorted(run_lease.requests.items())))
     return report
+
+
+def _records(snapshot: Snapshot, decision: Decision) -> list[tuple[str, dict[str, Any]]]:
+    selection = decision.plan.selection
+    histories = {n: p.wake_history for n, p in selection.policies.items()} if selection is not None else {}
+    return budget.records_first([p for p in snapshot.policies if isinstance(p, Policy)], histories)
 
 
 def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,

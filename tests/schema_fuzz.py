@@ -69,6 +69,9 @@ _SUM_BOUND = re.compile(r"\.sum\(\)\s*<=\s*([0-9]+)")
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 #: a CEL rule that says exactly one of two fields is set
 _ONE_OF = re.compile(r"has\(self\.(\w+)\)\s*!=\s*has\(self\.(\w+)\)")
+#: a CEL rule that bounds an integer by another field: `self.a < (has(self.b) && self.b == 'v' ? 168 : 24)`
+_BELOW_BY = re.compile(r"self\.(\w+)\s*<\s*\(has\(self\.(\w+)\)\s*&&\s*self\.\2\s*==\s*'(\w+)'\s*\?\s*([0-9]+)\s*:\s*"
+                       r"([0-9]+)\)")
 #: longer than any limit nsscaler or the CRDs state, short enough to send many
 LONG = 3000
 
@@ -186,13 +189,25 @@ def _objects(schema: Mapping[str, Any], *, depth: int, lawful: bool) -> st.Searc
     fields = {name: strategy(sub, depth=depth + 1, lawful=lawful) for name, sub in properties.items()}
     whole = st.fixed_dictionaries({k: v for k, v in fields.items() if k in required},
                                   optional={k: v for k, v in fields.items() if k not in required})
-    if lawful:  # what a rule across fields allows too: of "exactly one of a, b", one
-        pairs = [m.groups() for rule in schema.get("x-kubernetes-validations") or ()
-                 for m in [_ONE_OF.search(str(rule.get("rule", "")))] if m]
+    if lawful:  # what a rule across fields allows too: of "exactly one of a, b", one; a bound set by another field
+        rules = [str(rule.get("rule", "")) for rule in schema.get("x-kubernetes-validations") or ()]
+        pairs = [m.groups() for rule in rules for m in [_ONE_OF.search(rule)] if m]
+        below = [m.groups() for rule in rules for m in [_BELOW_BY.search(rule)] if m]
+        whole = whole.map(lambda obj: _within_bounds_by(obj, below)) if below else whole
         return whole.flatmap(lambda obj: _one_of_each(obj, pairs, fields)) if pairs else whole
     # now and then a field the schema does not know: pruned or refused, never read
     return st.tuples(whole, st.integers(0, 3)).map(lambda pair: {**pair[0], "unknown_field": "x"} if pair[1] == 0
                                                    else pair[0])
+
+
+def _within_bounds_by(obj: dict[str, Any], rules: list[tuple[str, ...]]) -> dict[str, Any]:
+    """`obj` with each integer a `_BELOW_BY` rule bounds brought under its bound (the one the other field picks)."""
+    kept = dict(obj)
+    for field, other, value, when, otherwise in rules:
+        limit = int(when) if kept.get(other) == value else int(otherwise)
+        if isinstance(kept.get(field), int) and kept[field] >= limit:
+            kept[field] = limit - 1
+    return kept
 
 
 def _one_of_each(obj: dict[str, Any], pairs: list[tuple[str, ...]],

@@ -14,8 +14,9 @@ Rules, in order of precedence:
    policy's kinds (see `job.model.activity`).
 4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
    "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
-5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.waking`): a wake
-   only ever adds running namespaces, and ends exactly at its applied end.
+5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.waking`, within the
+   policy's wake budget, `job.decide.budget`): a wake only ever adds running namespaces, and ends exactly at its
+   applied end.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ import datetime as dt
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from job.decide import waking
+from job.decide import budget, waking
+from job.decide.budget import Woken
 from job.decide.waking import WakeVerdict
 from job.errors import unexpected
 from job.model.activity import CREATED, Change
@@ -79,6 +82,10 @@ class PolicySelection:
     #: why it is not holding right now (empty while holding)
     not_holding: str = ""
     keep_recent: int = 0
+    #: with `wake.budget`: its record of woken time as this run leaves it (`job.decide.budget`); None without one
+    wake_history: tuple[Woken, ...] | None = None
+    #: with `wake.budget`: per namespace woken in the window, the time woken and when the budget frees up
+    wake_budget: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def _recent_words(self) -> str:
@@ -189,6 +196,20 @@ def judge_wakes(policies: Sequence[Policy], wakes: Sequence[Wake], now: dt.datet
             for w in wakes if now is not None}
 
 
+def _within_budgets(policies: Sequence[Policy], judged: dict[tuple[str, str], WakeVerdict], *,
+                    now: dt.datetime | None, states: Mapping[str, PolicySelection],
+                    would_hold: frozenset[str]) -> dict[tuple[str, str], WakeVerdict]:
+    """Rule 5's budgets: the verdicts cut or ignored, and each budgeted policy's record as this run leaves it."""
+    budgeted = [p for p in policies if not p.spec.suspend and p.spec.wake.budget is not None]
+    if not budgeted or now is None:
+        return judged
+    applied = budget.apply(judged, budgeted, now=now, would_hold=would_hold)
+    for p in budgeted:
+        states[p.name].wake_history = applied.history[p.name]
+        states[p.name].wake_budget = budget.usage(p, applied.history[p.name], now=now)
+    return applied.verdicts
+
+
 def _judged(wake: Wake, in_scope: list[Policy], *, now: dt.datetime, untouchable: bool) -> WakeVerdict:
     """One Wake judged; an error nobody expected ignores that Wake, saying so in its status, and nothing else."""
     try:
@@ -219,7 +240,11 @@ def select_namespaces(policies: Sequence[Policy], *, namespaces: Sequence[Namesp
             kept_by.setdefault(name, []).append(p.name)
 
     touchable_names = {ns.name for ns in touchable}
-    judged = judge_wakes(policies, wakes, now, touchable=touchable_names)
+    # rule 4 before the wakes: the namespaces a wake would keep running, the only ones where it costs budget
+    would_hold = frozenset(ns.name for ns in touchable if ns.name not in kept_by and any(
+        p.in_scope(ns.name) and ns.name not in kept_by_self[p.name] for p in holding))
+    judged = _within_budgets(policies, judge_wakes(policies, wakes, now, touchable=touchable_names), now=now,
+                             states=states, would_hold=would_hold)
     woken = _woken(judged.values())
     verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
     held_by: dict[str, list[str]] = {}

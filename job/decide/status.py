@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
-from job.decide import figures
+from job.decide import budget, figures
 from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
 from job.decide.outcome import PolicyOutcome
@@ -136,6 +136,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
         **_tier_lists(outcome, list_limit=list_limit),
+        **wake_budget_fields(outcome, list_limit=list_limit),
         "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
                           outcome.previous_status.get("freed")),
     }
@@ -144,6 +145,25 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
 def _tier_lists(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
     return {"restoring": restoring_entries(outcome.restoring[:list_limit], list_limit=list_limit),
             "restoredLate": late_entries(outcome.late[:list_limit], list_limit=list_limit)}
+
+
+def wake_budget_fields(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:
+    """`wakeBudget` and the record `wakeHistory` (`job.decide.budget`), for a policy with `wake.budget`; null
+    (removed) once it has none, kept as it is while the policy is invalid or suspended (it counts again when it
+    serves). The record is sent only when this run changes it: a run that changes nothing there never overwrites
+    what a run beside it recorded (the merge patch keeps a key it does not name)."""
+    history = outcome.selection.wake_history if outcome.selection is not None else None
+    previous = outcome.previous_status
+    if history is None and (outcome.selection is None or outcome.suspended):
+        return {}  # invalid or suspended for now: its record stays as it was, for when it serves again
+    if history is None:
+        return {key: None for key in ("wakeBudget", budget.STATUS_KEY) if previous.get(key) is not None}
+    assert outcome.selection is not None
+    # what is left is cut to the list limit like any list of namespaces; the record never is: it is what counts
+    fields: dict[str, Any] = {"wakeBudget": outcome.selection.wake_budget[:list_limit]}
+    if budget.history_changed(previous, history):
+        fields[budget.STATUS_KEY] = budget.entries(history)
+    return fields
 
 
 def _cleared(freed: dict[str, Any], previous: Any) -> dict[str, Any]:

@@ -12,6 +12,8 @@ Rules, in order of precedence:
    `wake.max_duration` of those policies: a wake past the cap runs until the cap, and says so.
 5. At or after its applied end a Wake is Expired; before it, Active. Of several Active Wakes in a namespace,
    the latest applied end wins (`latest`).
+6. Where a policy sets `wake.budget`, `job.decide.budget` then cuts each Active Wake to what is left of the
+   namespace's budget, or ignores it when nothing is left.
 A Wake that no run has seen yet has no status: its state reads Pending (the CRD's default).
 """
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from job.model.policy import Policy
@@ -37,6 +39,8 @@ class WakeVerdict:
     policies: tuple[str, ...] = ()
     applied_end: dt.datetime | None = None
     capped: bool = False
+    #: why the applied end is earlier than the requested one, as words appended to the message ("" if it is not)
+    cut: str = ""
 
     @property
     def active(self) -> bool:
@@ -72,11 +76,19 @@ def judge(wake: Wake, in_scope: Sequence[Policy], *, now: dt.datetime, untouchab
     end = cap_end if capped else wake.requested_end
     cut = (f"; capped at {tightest.spec.wake.max_duration} by NSScaler {tightest.name} (requested until "
            f"{utc_stamp(wake.requested_end, precision='minutes')})") if capped else ""
+    return ending(WakeVerdict(wake, STATE_ACTIVE, "", names, end, capped, cut), now=now)
+
+
+def ending(verdict: WakeVerdict, *, now: dt.datetime) -> WakeVerdict:
+    """A verdict with an applied end, made Active or Expired by `now` (rule 5), with the words to say so."""
+    end = verdict.applied_end
+    if end is None:
+        raise ValueError("only a verdict with an applied end can end")
     if now >= end:
-        return WakeVerdict(wake, STATE_EXPIRED, f"ended at {utc_stamp(end, precision='minutes')}{cut}", names, end,
-                           capped)
-    verdict = WakeVerdict(wake, STATE_ACTIVE, "", names, end, capped)
-    return WakeVerdict(wake, STATE_ACTIVE, f"{woken_words(verdict)}{cut}", names, end, capped)
+        return replace(verdict, state=STATE_EXPIRED,
+                       message=f"ended at {utc_stamp(end, precision='minutes')}{verdict.cut}")
+    active = replace(verdict, state=STATE_ACTIVE)
+    return replace(active, message=f"{woken_words(active)}{verdict.cut}")
 
 
 def latest(verdicts: Iterable[WakeVerdict]) -> WakeVerdict | None:

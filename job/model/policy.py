@@ -72,6 +72,48 @@ def duration_at_most(text: str, cap: dt.timedelta, words: str) -> str:
     return text
 
 
+#: the rolling windows a wake budget counts over, by the name `wake.budget.per` gives them
+BUDGET_WINDOWS = {"day": dt.timedelta(days=1), "week": dt.timedelta(days=7)}
+
+
+class WakeBudget(BaseModel):
+    """`spec.wake.budget`: at most `hours` of woken time per namespace in any rolling `per` (day or week),
+    counted across all its Wakes, also those deleted since (`job.decide.budget`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hours: int = Field(strict=True)  # "8" or true is a mistake, never 8 or 1 hours
+    per: str = "day"
+
+    @field_validator("per")
+    @classmethod
+    def _known_window(cls, value: str) -> str:
+        if value not in BUDGET_WINDOWS:
+            raise ValueError(f"{value!r} is not one of {', '.join(BUDGET_WINDOWS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _less_than_its_window(self) -> WakeBudget:
+        # a budget as long as its window is no budget: say "no budget" by leaving the field out instead
+        longest = int(BUDGET_WINDOWS[self.per].total_seconds() // 3600) - 1
+        if not 1 <= self.hours <= longest:
+            raise ValueError(f"hours must be a whole number from 1 to {longest} per {self.per}")
+        return self
+
+    @property
+    def allowance(self) -> dt.timedelta:
+        return dt.timedelta(hours=self.hours)
+
+    @property
+    def window(self) -> dt.timedelta:
+        return BUDGET_WINDOWS[self.per]
+
+    @property
+    def words(self) -> str:
+        """ "2h per day" """
+        return f"{self.hours}h per {self.per}"
+
+
 class WakeSpec(BaseModel):
     """`spec.wake`: whether people may wake the namespaces this policy holds (`kind: Wake`), and for how long."""
 
@@ -84,6 +126,8 @@ class WakeSpec(BaseModel):
     on_request: bool = False
     #: with `on_request`: a request shows the waiting page only, and the namespace wakes on a click there
     on_request_click: bool = False
+    #: at most this much woken time per namespace in a rolling day or week; None: no budget, only max_duration
+    budget: WakeBudget | None = None
 
     @field_validator("max_duration")
     @classmethod
