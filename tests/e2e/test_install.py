@@ -259,7 +259,7 @@ def test_image_install_path_builds_a_wheel_that_runs(api, control_plane, tmp_pat
     broken = subprocess.run([str(pip), "check"], capture_output=True, text=True, check=False)
     assert broken.returncode == 0, f"requirements.lock misses a dependency of the wheel: {broken.stdout}"
     nsscaler = tmp_path / "venv" / "bin" / "nsscaler"
-    help_text = subprocess.run([str(nsscaler), "--help"], check=True, capture_output=True, text=True).stdout
+    help_text = subprocess.run([str(nsscaler), "run", "--help"], check=True, capture_output=True, text=True).stdout
     assert "--dry-run" in help_text and "--protected-namespaces" in help_text
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     dry = subprocess.run([str(nsscaler), "--dry-run", "--kubeconfig", str(control_plane.admin_kubeconfig)],
