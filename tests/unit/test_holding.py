@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from job.decide.holding import holder_of
 from job.decide.selection import select_namespaces
 from job.model.workloads import Namespace
+from job.plugin.status import holder_words
 from job.waker.actions import door_of
 from job.waker.answer import Door
 from tests.unit.factories import policy, settings
@@ -86,3 +87,19 @@ def test_the_rule_holds_exactly_what_the_run_s_selection_holds(policies, now):
     for name in NAMES:
         found = holder_of(policies, name, now=now)
         assert result.held_by.get(name) == ([p.name for p in found.holders] if found else None)
+
+
+def cr(name: str, prefix: str, **spec) -> dict:
+    return {"metadata": {"name": name, "generation": 1},
+            "spec": {"scope_prefix": prefix, "active_namespace_suffixes": [], **spec}}
+
+
+@pytest.mark.parametrize(("objs", "words"), [
+    pytest.param([cr("a", "shop-", **NIGHTS), cr("b", "shop-v", **DAYS)],
+                 "NSScaler b holds shop-v1 now until 2026-12-04 18:00Z", id="the-holder-not-the-first-in-scope"),
+    pytest.param([cr("a", "shop-", hold_windows=["not a window"]), cr("b", "shop-")], "NSScaler b holds shop-v1 now",
+                 id="an-invalid-policy-holds-nothing"),
+    pytest.param([cr("a", "shop-", **NIGHTS)], "no NSScaler holds shop-v1 now", id="none-holds-now"),
+])
+def test_the_plugin_names_the_policy_holding_the_namespace(objs, words):
+    assert holder_words(objs, "shop-v1", now=NOW).endswith(words)
