@@ -1,6 +1,7 @@
 """The waker against the real control plane, where two policies have a namespace in scope: it opens the door of
 the policy that holds the namespace now (`job.decide.holding`, the run's rule), not of the first in scope. The real
-`nsscaler-waker` process runs as its own ServiceAccount with the component's RBAC, as in test_waker_server.py."""
+`nsscaler-waker` process runs as its own ServiceAccount with the component's RBAC, as in test_waker_server.py; the
+plugin names the same policy."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from devtools.builders import AdminApi
 from devtools.cluster import controlplane
 from job.model.marks import HEADER_NAMESPACE
 from job.model.windows import DAYS
+from tests.users import plugin
 from tests.waker_process import WakerProcess, waker
 
 pytestmark = pytest.mark.usefixtures("crd", "wake_admission")
@@ -66,3 +68,11 @@ def test_a_namespace_whose_holder_does_not_wake_on_request_is_refused_though_ano
     refused = ask(process, ns)
     assert refused.status_code == 404 and refused.json()["state"] == "refused"
     assert api.list("Wake", ns) == []
+
+
+def test_the_plugin_names_the_policy_the_waker_chose(control_plane: controlplane.ControlPlane,
+                                                     world: tuple[str, WakerProcess]) -> None:
+    prefix, _ = world
+    shown = plugin(control_plane.admin_kubeconfig, "status", "-n", prefix + "sv1")
+    assert f"NSScaler {prefix}b-shop-v holds {prefix}sv1 now\n" in shown.stdout, (shown.stdout, shown.stderr)
+    assert f"  NSScaler {prefix}a-shop: " in shown.stdout  # in scope too, and still shown as the run left it
