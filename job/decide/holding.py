@@ -5,8 +5,9 @@ Pure: policies, a namespace's name and `now` in; no I/O and no clock. The run's 
 cannot drift from what the run does.
 
 Rules:
-1. A policy holds at `now` when it is not suspended and its schedule holds (inside one of its `hold_windows`,
-   in its `time_zone`, before `until`; always, without either).
+1. A policy holds at `now` when it is neither suspended nor being deleted (a finalizer keeps it only until nsscaler
+   has given back what it froze) and its schedule holds (inside one of its `hold_windows`, in its `time_zone`,
+   before `until`; always, without either).
 2. Of the policies holding at `now`, those with the namespace in scope that do not keep it running hold it;
    any that keeps it running (its active list names it, or, in the run, it is one of its `keep_recent`) keeps
    the namespace running for all of them: "active wins".
@@ -45,7 +46,7 @@ class Holding:
 
 def holds_now(policy: Policy, now: dt.datetime | None) -> bool:
     """Rule 1. `now` may be None only for a policy without hold_windows or until (ValueError otherwise)."""
-    if policy.spec.suspend:
+    if policy.spec.suspend or policy.life.deleting:
         return False
     if policy.schedule.always:
         return True

@@ -158,6 +158,9 @@ def _schedule_state(policy: Policy, now: dt.datetime | None) -> PolicySelection:
     if policy.spec.suspend:
         state.not_holding = "the policy is suspended"
         return state
+    if policy.life.deleting:  # the run leaves these out before selecting; the words stay true if one gets here
+        state.not_holding = "the policy is being deleted"
+        return state
     schedule = policy.schedule
     state.holding = holding.holds_now(policy, now)  # raises without `now` for a policy that needs it
     if schedule.always or now is None:

@@ -4,6 +4,7 @@ plugin, checked as a table, against the run's selection, and through the waker's
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from job.decide.holding import holder_of
 from job.decide.selection import select_namespaces
+from job.model.policy import Lifecycle
 from job.model.workloads import Namespace
 from job.plugin.status import holder_words
 from job.waker.actions import door_of
@@ -29,6 +31,8 @@ ON_REQUEST = {"on_request": True}
     pytest.param([policy("p", "shop-", ["v1"])], "shop-v1", None, None, id="listed-active"),
     pytest.param([policy("p", "shop-")], "other-v1", None, None, id="out-of-scope"),
     pytest.param([policy("p", "shop-", suspend=True)], "shop-v1", None, None, id="suspended"),
+    pytest.param([replace(policy("a", "shop-"), life=Lifecycle(deleting=True)), policy("b", "shop-v")], "shop-v1",
+                 "b", None, id="being-deleted"),
     pytest.param([policy("p", "shop-", until="2026-12-01T00:00:00Z")], "shop-v1", None, None, id="expired"),
     pytest.param([policy("p", "shop-", **DAYS)], "shop-v1", "p", NOW.replace(hour=18), id="until-window-closes"),
     pytest.param([policy("a", "shop-"), policy("b", "shop-v")], "shop-v1", "a", None, id="two-hold-first-by-name"),
