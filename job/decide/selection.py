@@ -13,7 +13,8 @@ Rules, in order of precedence:
    Activity is the newest of a namespace's creation and the last user change of a workload of the
    policy's kinds (see `job.model.activity`).
 4. A namespace is held when a holding policy has it in scope and no holding policy keeps it running:
-   "active wins". Holders are sorted by name; the first is recorded in `scaled-by`.
+   "active wins". Holders are sorted by name; the first is recorded in `scaled-by`. Rules 2 to 4 are
+   `job.decide.holding`'s, which the waker and the plugin use too; here with `keep_recent` known.
 5. A namespace rule 4 would hold is kept running while it has an Active Wake (`job.decide.waking`, within the
    policy's wake budget, `job.decide.budget`): a wake only ever adds running namespaces, and ends exactly at its
    applied end.
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from job.decide import budget, waking
+from job.decide import budget, holding, waking
 from job.decide.budget import Woken
 from job.decide.waking import WakeVerdict
 from job.errors import unexpected
@@ -157,13 +158,14 @@ def _schedule_state(policy: Policy, now: dt.datetime | None) -> PolicySelection:
     if policy.spec.suspend:
         state.not_holding = "the policy is suspended"
         return state
-    schedule = policy.schedule
-    if schedule.always:
-        state.holding = True
+    if policy.life.deleting:  # the run leaves these out before selecting; the words stay true if one gets here
+        state.not_holding = "the policy is being deleted"
         return state
-    if now is None:
-        raise ValueError(f"policy {policy.name} has hold_windows or until: the selection needs `now`")
-    state.holding, state.expired = schedule.holds(now), schedule.expired(now)
+    schedule = policy.schedule
+    state.holding = holding.holds_now(policy, now)  # raises without `now` for a policy that needs it
+    if schedule.always or now is None:
+        return state
+    state.expired = schedule.expired(now)
     state.next_change = schedule.next_change(now)
     if state.expired:
         state.not_holding = f"expired at {schedule.until:%Y-%m-%dT%H:%M:%SZ} (until)"
@@ -230,27 +232,26 @@ def select_namespaces(policies: Sequence[Policy], *, namespaces: Sequence[Namesp
         protected.add(settings.own_namespace)
     touchable = [ns for ns in namespaces if ns.name not in protected and not ns.terminating]
     states = {p.name: _schedule_state(p, now) for p in sorted(policies, key=lambda p: p.name)}
-    holding = [p for p in sorted(policies, key=lambda p: p.name) if states[p.name].holding]
-    for p in holding:
+    serving = [p for p in sorted(policies, key=lambda p: p.name) if states[p.name].holding]
+    for p in serving:
         _keep(p, states[p.name], [ns for ns in touchable if p.in_scope(ns.name)], found)
-    kept_by_self = {p.name: {*states[p.name].listed, *states[p.name].recent} for p in holding}
-    kept_by: dict[str, list[str]] = {}  # namespace -> the holding policies keeping it running
-    for p in holding:
-        for name in sorted(kept_by_self[p.name]):
-            kept_by.setdefault(name, []).append(p.name)
+    kept_by_self = {p.name: {*states[p.name].listed, *states[p.name].recent} for p in serving}
 
+    def keeps(policy: Policy, namespace: str) -> bool:
+        return namespace in kept_by_self[policy.name]
+
+    # rules 3 and 4 are `job.decide.holding`'s, the rule the waker and the plugin use too, with keep_recent known
+    stands = {ns.name: holding.holders(ns.name, serving, keeps=keeps) for ns in touchable}
     touchable_names = {ns.name for ns in touchable}
     # rule 4 before the wakes: the namespaces a wake would keep running, the only ones where it costs budget
-    would_hold = frozenset(ns.name for ns in touchable if ns.name not in kept_by and any(
-        p.in_scope(ns.name) and ns.name not in kept_by_self[p.name] for p in holding))
+    would_hold = frozenset(name for name, (holders, keepers) in stands.items() if holders and not keepers)
     judged = _within_budgets(policies, judge_wakes(policies, wakes, now, touchable=touchable_names), now=now,
                              states=states, would_hold=would_hold)
     woken = _woken(judged.values())
     verdicts = {ns.name: Verdict(untouchable=True) for ns in namespaces if ns.name not in touchable_names}
     held_by: dict[str, list[str]] = {}
     for ns in sorted(touchable, key=lambda n: n.name):
-        holders = tuple(p for p in holding if p.in_scope(ns.name) and ns.name not in kept_by_self[p.name])
-        keepers = tuple(kept_by.get(ns.name, ()))
+        holders, keepers = stands[ns.name]
         if not (holders or keepers):
             continue
         verdicts[ns.name] = Verdict(holders=holders, keepers=keepers)

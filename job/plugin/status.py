@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from job.cluster.kube import Kube
+from job.decide import holding
 from job.decide.events import REASON_LEASE_HELD
 from job.errors import EXIT_FAILED, EXIT_OK, ApiError
 from job.model import policy as policy_api
@@ -117,7 +118,20 @@ def policy_state(ns: str, name: str, status: dict[str, Any], found: workloads.Wo
     return "not held (no workload carries its record: active, kept, woken, or the policy does not hold now)"
 
 
-def _policy_lines(kube: Kube, ns: str, found: workloads.Workloads) -> list[str]:
+def holder_words(objs: list[dict[str, Any]], ns: str, *, now: dt.datetime) -> str:
+    """Which NSScaler holds `ns` now by the run's own rule (`job.decide.holding`: scope, active lists, suspend,
+    hold_windows, until), and until when. Pure. Whether it is held is the records' to say (`policy_state`): the
+    run may keep it running for recent activity or a Wake, which this rule does not know."""
+    # the kinds do not decide who holds a namespace; the run's default stands in for CRs that set none
+    parsed = [policy_api.parse(o, default_kinds=frozenset({Kind.DEPLOYMENT})) for o in objs]
+    held = holding.holder_of([p for p in parsed if isinstance(p, policy_api.Policy)], ns, now=now)
+    if held is None:
+        return f"  by their schedules and active lists, no NSScaler holds {ns} now"
+    until = f" until {stamp(held.until)}" if held.until else ""
+    return f"  by their schedules and active lists, NSScaler {held.policy.name} holds {ns} now{until}"
+
+
+def _policy_lines(kube: Kube, ns: str, found: workloads.Workloads, *, now: dt.datetime) -> list[str]:
     """What each NSScaler with `ns` in scope says about it (only when the user may read NSScalers)."""
     try:
         policies = list(kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL))
@@ -131,7 +145,7 @@ def _policy_lines(kube: Kube, ns: str, found: workloads.Workloads) -> list[str]:
         status = p.get("status") or {}
         state = policy_state(ns, p["metadata"]["name"], status, found)
         lines.append(f"  NSScaler {p['metadata']['name']}: {state}; holding: {status.get('holding')}")
-    return lines or [f"  no NSScaler has {ns} in scope"]
+    return [*lines, holder_words(policies, ns, now=now)] if lines else [f"  no NSScaler has {ns} in scope"]
 
 
 def tier_words(entry: dict[str, Any]) -> str:
@@ -159,7 +173,7 @@ def status(kube: Kube, args: argparse.Namespace, *, now: dt.datetime) -> int:
     lines = [first, *(f"  frozen {f}" for f in found.frozen[:20]), *(f"  runs {line}" for line in found.running[:20])]
     if found.unreadable:
         lines.append(f"  cannot read with these permissions: {', '.join(found.unreadable)}")
-    print("\n".join(lines + _wake_lines(kube, ns) + _policy_lines(kube, ns, found)))
+    print("\n".join(lines + _wake_lines(kube, ns) + _policy_lines(kube, ns, found, now=now)))
     print(next_run_words(kube, args.cronjob, now=now))
     return code
 

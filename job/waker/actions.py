@@ -1,5 +1,6 @@
-"""The waker's writes and reads, through the job's one API client (`job.cluster.kube`): which policy opens a
-namespace's door, the namespace's one Wake, and the Job that starts a run at once.
+"""The waker's writes and reads, through the job's one API client (`job.cluster.kube`): the door of a namespace
+(the run's own rules: `job.decide.holding`, `job.decide.routes`), its one Wake, and the Job that starts a run at
+once.
 
 The Wake has a fixed name (`WAKE_NAME`), so a thousand requests make one Wake: a second create gets 409, and the
 Wake there is kept, unless it has ended (then it is replaced: deleted and created again). `requestedBy` is the
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from job.cluster.kube import Kube
+from job.decide import holding, routes
 from job.decide import release as release_api
 from job.errors import ApiError, Conflict
 from job.model import policy as policy_api
@@ -29,17 +31,23 @@ log = logging.getLogger(__name__)
 WAKE_NAME = "nsscaler-waker"
 
 
-def doors(kube: Kube) -> Sequence[policy_api.Policy]:
-    """The valid policies that wake on request, by name."""
+def policies(kube: Kube) -> Sequence[policy_api.Policy]:
+    """The valid policies, every one: which of them holds a namespace does not depend on whether it wakes on
+    request, and one that does not must not hand its namespaces to one that does."""
     found = [policy_api.parse(o, default_kinds=frozenset({Kind.DEPLOYMENT}))
              for o in kube.list_all(version=policy_api.API_VERSION, plural=policy_api.PLURAL)]
-    return sorted((p for p in found if isinstance(p, policy_api.Policy) and p.spec.wake.on_request
-                   and p.spec.wake.allowed), key=lambda p: p.name)
+    return [p for p in found if isinstance(p, policy_api.Policy)]
 
 
-def door_of(policies: Sequence[policy_api.Policy], namespace: str) -> Door | None:
-    # a namespace a policy lists as active is never held by it: its routes were not pointed here by that policy
-    chosen = next((p for p in policies if p.in_scope(namespace) and not p.lists_active(namespace)), None)
+def door_of(policies: Sequence[policy_api.Policy], namespace: str, *, now: dt.datetime) -> Door | None:
+    """The door the run points `namespace`'s routes at: of the policies holding it at `now`, the first that wakes
+    on request. None when no policy holds it or none of its holders wakes on request: a policy with it in scope
+    that does not hold it now (outside its hold_windows, or keeping it active) opens no door."""
+    held = holding.holder_of(policies, namespace, now=now)
+    if held is None:
+        return None
+    door = routes.opted_in({namespace: [p.name for p in held.holders]}, held.holders).get(namespace)
+    chosen = next((p for p in held.holders if p.name == door), None)
     if chosen is None:
         return None
     return Door(chosen.name, chosen.spec.wake.max_duration, chosen.spec.wake.on_request_click)

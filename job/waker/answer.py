@@ -3,7 +3,8 @@ policy, and `now` are parameters).
 
 Rules, in order:
 1. A request without the namespace header did not come through a route nsscaler pointed here: 400, no wake.
-2. A namespace no policy wakes on request (none in scope, or not opted in): 404, no wake.
+2. A namespace whose holding policy (`job.decide.holding`) does not wake on request, or that no policy holds
+   now: 404, no wake.
 3. HEAD never wakes (the waiting page polls with HEAD); neither does a known health checker or uptime robot
    (by its User-Agent). They get the same 503.
 4. Where the policy asks for a click, only the page's button wakes (a POST with `X-Nsscaler-Wake: click`).

@@ -1,7 +1,7 @@
 """The waker's HTTP server (aiohttp): every path and method of a held namespace's routes lands here.
 
 One `Waker` holds what the process remembers, per replica: when it last woke each namespace (the rate limit), and
-the policies that wake on request, read again at most every `POLICY_SECONDS`. The API calls run in worker
+the policies, read again at most every `POLICY_SECONDS`. The API calls run in worker
 threads, through the job's synchronous client. `/healthz` (without the namespace header: the kubelet's probe)
 answers 200; `/metrics` (without it too) answers what `job.waker.metrics` counts. After a Wake it created, the
 replica looks at the namespace's routes every `READY_POLL_SECONDS` until they are back, for the histogram of
@@ -51,11 +51,11 @@ class Waker:
     metrics: WakerMetrics = field(default_factory=WakerMetrics)
     watching: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def door(self, namespace: str) -> Door | None:
+    async def door(self, namespace: str, *, now: dt.datetime) -> Door | None:
         if time.monotonic() - self.policies_read > POLICY_SECONDS:
-            self.policies = await asyncio.to_thread(actions.doors, self.kube)
+            self.policies = await asyncio.to_thread(actions.policies, self.kube)
             self.policies_read = time.monotonic()
-        return actions.door_of(self.policies, namespace)
+        return actions.door_of(self.policies, namespace, now=now)
 
     async def handle(self, http: web.Request) -> web.StreamResponse:
         request = Request(http.method, http.host, http.path_qs, dict(http.headers))
@@ -66,7 +66,7 @@ class Waker:
             return web.Response(text=self.metrics.text(), content_type="text/plain", charset="utf-8")
         now = dt.datetime.now(dt.UTC)
         try:
-            door = await self.door(request.namespace) if request.namespace else None
+            door = await self.door(request.namespace, now=now) if request.namespace else None
         except ApiError as exc:
             self.metrics.errors += 1
             log.warning("could not read the policies: %s", exc, extra={"event": "waker-error"})
