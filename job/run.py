@@ -107,7 +107,8 @@ def run(kube: Kube, settings: Settings, *, now: dt.datetime) -> RunReport:
     wait = settings.lease_wait if settings.soft_deadline is None else min(settings.lease_wait,
                                                                            settings.soft_deadline / 2)
     me = lease.identity(pod_name=settings.pod_name, pod_uid=settings.pod_uid)
-    run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait, me=me)
+    run_lease = lease.RunLease(kube, settings.own_namespace or "default", wait=wait, me=me,
+                               stale_wait=settings.retry_budget)  # as long as a write retries
     return _run(kube, settings, now=now, run_lease=run_lease)
 
 

@@ -350,12 +350,14 @@ class Kube:
                    params=self._write_params(dry_run), parse=False, **where)
 
     def json_patch(self, *, version: str, plural: str, namespace: str, name: str,
-                   operations: list[dict[str, Any]]) -> None:
+                   operations: list[dict[str, Any]], timeout: float | None = None) -> None:
         """A JSON patch (RFC 6902), sent once, never retried: its `test` operations are checked against the object
-        as stored, so a failed test (422) means the object is not what the caller expects."""
+        as stored, so a failed test (422) means the object is not what the caller expects. `timeout`: shorter
+        than the run's own, for a caller that tries again itself."""
         try:
             self._send_once("patch", "PATCH", version=version, namespace=namespace, url=f"{plural}/{name}",
-                            data=json.dumps(operations), headers=_JSON_PATCH, params=self._write_params(False))
+                            data=json.dumps(operations), headers=_JSON_PATCH, params=self._write_params(False),
+                            **({"timeout": timeout} if timeout else {}))
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise ApiError(0, answers.unreachable(self.server, exc)) from None
 

@@ -43,6 +43,9 @@ PLURAL = "leases"
 POLL_SECONDS = 1.0
 #: how soon a renewal that failed is tried again (within `RENEW_DEADLINE_SECONDS` of the last one that worked)
 RETRY_RENEW_SECONDS = 1.0
+#: how long one renewal may take: a request that hangs (a server going away mid-answer) must not use up the
+#: renew deadline by itself, so it is given up soon and tried again
+RENEW_TIMEOUT_SECONDS = 2.0
 #: a renewal's answers that mean the Lease is no longer this run's: its test failed (422: another holder), the
 #: Lease was deleted (404), or changed under it (409)
 _TAKEN_OVER = frozenset({404, 409, 422})
@@ -152,7 +155,8 @@ def renew(kube: Kube, namespace: str, *, me: str) -> None:
     """One renewal: it fails (ApiError) unless this run still holds the Lease."""
     kube.json_patch(version=VERSION, plural=PLURAL, namespace=namespace, name=LEASE_NAME, operations=[
         {"op": "test", "path": "/spec/holderIdentity", "value": me},
-        {"op": "replace", "path": "/spec/renewTime", "value": stamp(dt.datetime.now(dt.UTC))}])
+        {"op": "replace", "path": "/spec/renewTime", "value": stamp(dt.datetime.now(dt.UTC))}],
+        timeout=RENEW_TIMEOUT_SECONDS)
 
 
 def give_back(kube: Kube, namespace: str, *, me: str) -> None:
@@ -173,12 +177,15 @@ class RunLease:
     a thread of its own while the run works, given back at the end if it was taken. A run that finds nothing to
     do never reads it.
 
-    The run writes only while `holding()`: taken, and renewed within `RENEW_DEADLINE_SECONDS`. Once a renewal
-    is late or refused the Lease is lost for good, even if a late renewal then succeeds: another run may have
-    taken it over in between, and the rest of this run's writes are that run's."""
+    The run writes only while `holding()`: taken, and renewed within `RENEW_DEADLINE_SECONDS`. A renewal that is
+    late (the API server restarting, a network blip) holds the run's writes back until a renewal works again, for
+    at most `stale_wait`: a renewal is a JSON patch whose `test` is that the Lease still names this run, and only
+    this run ever writes its own name there, so one that works proves no other run took the Lease in between. A
+    renewal refused (another run holds it, or it was deleted) or a wait that runs out loses the Lease for good."""
 
-    def __init__(self, kube: Kube, namespace: str, *, wait: float, me: str | None = None) -> None:
-        self.kube, self.namespace, self.wait = kube, namespace, wait
+    def __init__(self, kube: Kube, namespace: str, *, wait: float, me: str | None = None,
+                 stale_wait: float = 60.0) -> None:
+        self.kube, self.namespace, self.wait, self.stale_wait = kube, namespace, wait, stale_wait
         self.me = me or identity()
         #: this run took it (and has not given it back)
         self.taken = False
@@ -186,7 +193,7 @@ class RunLease:
         self.waited = False
         #: another run held it all the while this run could wait
         self.held_by: Held | None = None
-        #: why this run no longer holds the Lease it took (a renewal late or refused), or None
+        #: why this run no longer holds the Lease it took (a renewal refused, or late for all of `stale_wait`)
         self.lost: str | None = None
         #: the requests the Lease cost this run, by verb (in the run's own counts too)
         self.requests: Counter[str] = Counter()
@@ -194,6 +201,7 @@ class RunLease:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._renewal = threading.Condition(self._lock)  # told of every renewal that worked, and of a loss
 
     def ensure(self) -> bool:
         """Whether this run holds the Lease now, taking it if it has not tried yet."""
@@ -213,15 +221,21 @@ class RunLease:
         return self.taken
 
     def holding(self) -> bool:
-        """Whether this run may still write: it took the Lease and renewed it in time."""
+        """Whether this run may write now: it took the Lease and renewed it in time. While a renewal is late,
+        this waits for one that works (at most `stale_wait`)."""
         with self._lock:
-            if self.taken and self.lost is None and time.monotonic() - self._renewed > RENEW_DEADLINE_SECONDS:
-                self.lost = f"not renewed within {RENEW_DEADLINE_SECONDS:.0f}s"
+            give_up = time.monotonic() + self.stale_wait
+            while self.taken and self.lost is None and time.monotonic() - self._renewed > RENEW_DEADLINE_SECONDS:
+                if time.monotonic() >= give_up:
+                    self.lost = f"not renewed for {RENEW_DEADLINE_SECONDS + self.stale_wait:.0f}s"
+                    self._renewal.notify_all()
+                    break
+                self._renewal.wait(timeout=min(RETRY_RENEW_SECONDS, max(0.0, give_up - time.monotonic())))
             return self.taken and self.lost is None
 
     def _renew_while_running(self) -> None:
         pause = RENEW_SECONDS
-        while not self._stop.wait(pause) and self.holding():
+        while not self._stop.wait(pause) and self.lost is None:
             sent = time.monotonic()
             with self._lock:
                 self.requests["patch"] += 1
@@ -231,6 +245,7 @@ class RunLease:
                 if exc.status in _TAKEN_OVER:
                     with self._lock:
                         self.lost = f"another run took it over, or it was deleted: {exc}"
+                        self._renewal.notify_all()
                     break
                 log.warning("could not renew the run Lease (trying again): %s", exc, extra={"event": "lease"})
                 pause = RETRY_RENEW_SECONDS
@@ -238,6 +253,7 @@ class RunLease:
             with self._lock:
                 if self.lost is None:
                     self._renewed = max(self._renewed, sent)
+                    self._renewal.notify_all()
             pause = RENEW_SECONDS
         if self.lost:
             log.error("this run lost the run Lease (%s): it sends no more changes; the next run goes on", self.lost,

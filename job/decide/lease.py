@@ -34,8 +34,10 @@ from job.model.activity import parse_time
 LEASE_NAME = "nsscaler-run"
 #: how long a Lease holds once its holder stops renewing it (it crashed, its Pod was deleted)
 LEASE_SECONDS = 15
-#: how often the holder renews it while the run works
-RENEW_SECONDS = 5.0
+#: how often the holder renews it while the run works: often enough that a short outage of the API server (a
+#: restart: a few seconds) leaves several tries before `RENEW_DEADLINE_SECONDS` (controller-runtime's leader
+#: election uses the same 15/10/2)
+RENEW_SECONDS = 2.0
 #: how long after its last successful renewal the holder still writes: well inside `LEASE_SECONDS`, so that a
 #: holder cut off from the API server stops writing before anyone else may take the Lease
 RENEW_DEADLINE_SECONDS = 10.0

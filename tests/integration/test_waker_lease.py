@@ -245,7 +245,7 @@ def test_a_run_renews_its_lease_while_it_writes_and_stops_writing_once_another_r
     assert result.exit_code == 1, result.stderr
     assert refused.is_set() and "lost the run Lease" in result.stderr, result.stderr
     sizes = {ns: api.replicas("Deployment", f"{prefix}n{ns}", "d-web") for ns in range(8)}
-    assert sorted(sizes.values()) == [0, 0, 0, 2, 2, 2, 2, 2], sizes  # the 3rd landed, nothing after it
+    assert sorted(sizes.values()) == [0, 0, 0, 2, 2, 2, 2, 2], (sizes, result.stderr)  # the 3rd landed, no more
     assert not api.status(f"{prefix}p"), "a run that lost its Lease wrote a status"
     assert api.get("Lease", LEASE_NAME, lease_ns)["spec"]["holderIdentity"] == OTHER  # never taken back
     deferred = [a for a in result.report["actions"] if a["outcome"] == "deferred"]
