@@ -76,7 +76,9 @@ def test_a_run_pod_force_deleted_mid_write_does_not_stop_the_next_run(
     namespace where the policy wants it, each frozen one with its exact record: the dead Pod's Lease stopped
     nobody. The point of the kill is chosen by what the test sees on the server (the Lease taken), never by a
     sleep; how many of the round's changes had landed just after it is a figure, not an assertion (the dead
-    Pod's process may still send a few before the kubelet stops it)."""
+    Pod's process may still send a few before the kubelet stops it; here, one PATCH at a time still outruns the
+    kill, which lands while the run writes its statuses and Events: the Lease names a dead Pod either way). A
+    kill amid the workload PATCHes is proven on the test host (tests/integration/test_faults.py SIGKILLs)."""
     names = paused_family(api, prefix)
     evens = [f"n{i:03}" for i in range(0, FAMILY, 2)]
     odds = [f"n{i:03}" for i in range(1, FAMILY, 2)]
