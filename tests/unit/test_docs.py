@@ -322,3 +322,31 @@ def test_the_dashboard_picture_draws_every_panel_of_the_dashboard():
     for panel in dashboard["panels"]:
         assert f">{panel['title'].replace('&', '&amp;')}<" in drawn, panel["title"]
     assert (DOCS / "images/dashboard.png").read_bytes().startswith(b"\x89PNG")
+
+
+# --- Installing with Helm: the values table ----------------------------------------------------------------------
+
+def value_leaves(values: dict, path: str = "") -> dict[str, object]:
+    """Every value of values.yaml a user sets, as `a.b`: the leaves; `resources` and an empty map as a whole."""
+    found: dict[str, object] = {}
+    for name, value in values.items():
+        if isinstance(value, dict) and value and name != "resources":
+            found |= value_leaves(value, f"{path}{name}.")
+        else:
+            found[f"{path}{name}"] = value
+    return found
+
+
+def test_the_helm_page_documents_every_value_of_the_chart_and_no_other():
+    values = value_leaves(yaml.safe_load((ROOT / "charts/nsscaler/values.yaml").read_text()))
+    documented: dict[str, str] = {}
+    for row in table_rows(section(page("operating/helm.md"), "Values")):
+        names = re.findall(r"`([\w.]+)`", row[0])
+        defaults = row[1].split(", ") if len(row[1].split(", ")) == len(names) else [row[1]] * len(names)
+        documented |= dict(zip(names, defaults, strict=True))
+    assert set(values) - set(documented) == set(), "docs/operating/helm.md, Values: add a row for each"
+    assert set(documented) - set(values) == set(), "docs/operating/helm.md, Values: not in charts/nsscaler/values.yaml"
+    for name, value in values.items():
+        if isinstance(value, bool | int):
+            shown = str(value).lower() if isinstance(value, bool) else str(value)
+            assert documented[name] == f"`{shown}`", f"docs/operating/helm.md: {name} defaults to {shown}"
