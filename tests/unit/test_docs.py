@@ -350,3 +350,17 @@ def test_the_helm_page_documents_every_value_of_the_chart_and_no_other():
         if isinstance(value, bool | int):
             shown = str(value).lower() if isinstance(value, bool) else str(value)
             assert documented[name] == f"`{shown}`", f"docs/operating/helm.md: {name} defaults to {shown}"
+
+
+# --- Wakes: who stamps requestedBy -------------------------------------------------------------------------------
+
+def test_no_page_says_the_api_server_stamps_requested_by_but_with_the_optional_component():
+    """By default the creator writes `spec.requestedBy` and the ValidatingAdmissionPolicy only checks it; the API
+    server fills it in only with the `wake-requester-stamp` component (Kubernetes 1.36 and later)."""
+    texts = [(p, " ".join(p.read_text().split())) for p in markdown_files()]
+    texts.append((ROOT / "kustomize/base/crd.yaml", (ROOT / "kustomize/base/crd.yaml").read_text()))
+    for path, text in texts:
+        for sentence in re.split(r"(?<=[.;|])\s", text):
+            said = re.search(r"\bstamped\b|API server fills|fill(?:s|ed)? (?:it )?in", sentence)
+            if "requestedBy" in sentence and said:
+                assert "requester-stamp" in sentence, f"{path.relative_to(ROOT)}: {sentence!r}"
