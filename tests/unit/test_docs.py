@@ -364,3 +364,15 @@ def test_no_page_says_the_api_server_stamps_requested_by_but_with_the_optional_c
             said = re.search(r"\bstamped\b|API server fills|fill(?:s|ed)? (?:it )?in", sentence)
             if "requestedBy" in sentence and said:
                 assert "requester-stamp" in sentence, f"{path.relative_to(ROOT)}: {sentence!r}"
+
+
+@pytest.mark.parametrize("field", list(Settings.model_fields))
+def test_the_settings_page_gives_each_settings_default(field):
+    default = Settings.model_fields[field].default
+    (row,) = [r for r in table_rows(page("reference/settings.md")) if r[0] == f"`NSSCALER_{field.upper()}`"]
+    if default is None:
+        assert row[2].startswith("—"), f"docs/reference/settings.md: {field} has no default"
+    else:
+        shown = ",".join(default) if isinstance(default, list) else str(default).lower() \
+            if isinstance(default, bool) else str(default)
+        assert row[2] == f"`{shown}`", f"docs/reference/settings.md: {field} defaults to {shown}"
