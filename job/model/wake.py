@@ -1,8 +1,9 @@
 """Wakes: a person's request, in a held namespace, to keep it running for a bounded time (a value, parsed).
 
 A Wake (`operators.wubw.fun/v1alpha1`, namespaced) says when it ends: `spec.until` (RFC 3339) or
-`spec.duration` ("3h", "90m", "1h30m", "2d"), counted from its creation. `spec.requestedBy` is stamped by
-the API server's admission (a MutatingAdmissionPolicy) and cannot be forged (a ValidatingAdmissionPolicy).
+`spec.duration` ("3h", "90m", "1h30m", "2d"), counted from its creation. `spec.requestedBy` is written by
+the creator (or filled in by the API server with the optional `wake-requester-stamp` MutatingAdmissionPolicy)
+and cannot be forged (the ValidatingAdmissionPolicy `nsscaler-wake-requested-by`).
 What the run makes of a Wake (Active, Expired, Ignored, and the end it applies) is `job.decide.waking`'s.
 """
 

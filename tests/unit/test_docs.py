@@ -322,3 +322,57 @@ def test_the_dashboard_picture_draws_every_panel_of_the_dashboard():
     for panel in dashboard["panels"]:
         assert f">{panel['title'].replace('&', '&amp;')}<" in drawn, panel["title"]
     assert (DOCS / "images/dashboard.png").read_bytes().startswith(b"\x89PNG")
+
+
+# --- Installing with Helm: the values table ----------------------------------------------------------------------
+
+def value_leaves(values: dict, path: str = "") -> dict[str, object]:
+    """Every value of values.yaml a user sets, as `a.b`: the leaves; `resources` and an empty map as a whole."""
+    found: dict[str, object] = {}
+    for name, value in values.items():
+        if isinstance(value, dict) and value and name != "resources":
+            found |= value_leaves(value, f"{path}{name}.")
+        else:
+            found[f"{path}{name}"] = value
+    return found
+
+
+def test_the_helm_page_documents_every_value_of_the_chart_and_no_other():
+    values = value_leaves(yaml.safe_load((ROOT / "charts/nsscaler/values.yaml").read_text()))
+    documented: dict[str, str] = {}
+    for row in table_rows(section(page("operating/helm.md"), "Values")):
+        names = re.findall(r"`([\w.]+)`", row[0])
+        defaults = row[1].split(", ") if len(row[1].split(", ")) == len(names) else [row[1]] * len(names)
+        documented |= dict(zip(names, defaults, strict=True))
+    assert set(values) - set(documented) == set(), "docs/operating/helm.md, Values: add a row for each"
+    assert set(documented) - set(values) == set(), "docs/operating/helm.md, Values: not in charts/nsscaler/values.yaml"
+    for name, value in values.items():
+        if isinstance(value, bool | int):
+            shown = str(value).lower() if isinstance(value, bool) else str(value)
+            assert documented[name] == f"`{shown}`", f"docs/operating/helm.md: {name} defaults to {shown}"
+
+
+# --- Wakes: who stamps requestedBy -------------------------------------------------------------------------------
+
+def test_no_page_says_the_api_server_stamps_requested_by_but_with_the_optional_component():
+    """By default the creator writes `spec.requestedBy` and the ValidatingAdmissionPolicy only checks it; the API
+    server fills it in only with the `wake-requester-stamp` component (Kubernetes 1.36 and later)."""
+    texts = [(p, " ".join(p.read_text().split())) for p in markdown_files()]
+    texts.append((ROOT / "kustomize/base/crd.yaml", (ROOT / "kustomize/base/crd.yaml").read_text()))
+    for path, text in texts:
+        for sentence in re.split(r"(?<=[.;|])\s", text):
+            said = re.search(r"\bstamped\b|API server fills|fill(?:s|ed)? (?:it )?in", sentence)
+            if "requestedBy" in sentence and said:
+                assert "requester-stamp" in sentence, f"{path.relative_to(ROOT)}: {sentence!r}"
+
+
+@pytest.mark.parametrize("field", list(Settings.model_fields))
+def test_the_settings_page_gives_each_settings_default(field):
+    default = Settings.model_fields[field].default
+    (row,) = [r for r in table_rows(page("reference/settings.md")) if r[0] == f"`NSSCALER_{field.upper()}`"]
+    if default is None:
+        assert row[2].startswith("—"), f"docs/reference/settings.md: {field} has no default"
+    else:
+        shown = ",".join(default) if isinstance(default, list) else str(default).lower() \
+            if isinstance(default, bool) else str(default)
+        assert row[2] == f"`{shown}`", f"docs/reference/settings.md: {field} defaults to {shown}"
