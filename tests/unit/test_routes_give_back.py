@@ -17,8 +17,8 @@ from job.decide.plan import Plan, PolicyPlan
 from job.decide.routes import RouteWorld, finalizers_to_remove, not_awake, plan_routes, waits_of
 from job.decide.status import build_status
 from job.decide.tiers import DEFAULT_RESTORE_WAIT, ROUTES_TIER
-from job.model.kinds.httproute import Waker
 from job.model.kinds import Kind
+from job.model.kinds.httproute import Waker
 from job.model.marks import (
     ANNOTATION_ORIGINAL_RULES,
     ANNOTATION_ROUTE_WAITING,
