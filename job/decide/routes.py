@@ -105,8 +105,14 @@ def not_awake(workloads: Iterable[Workload], namespaces: Iterable[str]) -> dict[
 
 
 def waits_of(policies: Iterable[Policy | InvalidPolicy]) -> dict[str, dt.timedelta]:
-    """Rule 5: each valid policy's `restore_wait`, by name (those being deleted too: they still say it)."""
-    return {p.name: p.restore_wait for p in policies if isinstance(p, Policy)}
+    """Rule 5: each valid policy's `restore_wait`, by name (those being deleted too: they still say it). The
+    first of a name wins: a release lists its released copies (their wait bounded by the release's) before the
+    policies as they are."""
+    out: dict[str, dt.timedelta] = {}
+    for p in policies:
+        if isinstance(p, Policy):
+            out.setdefault(p.name, p.restore_wait)
+    return out
 
 
 def _meta(route: dict[str, Any], annotations: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 from devtools import builders
 from devtools.builders import AdminApi
 from devtools.cluster import controlplane
-from job import run
+from job import release, run
 from job.cluster.kube import Kube
 from job.model.marks import (
     ANNOTATION_ORIGINAL_RULES,
@@ -226,3 +226,26 @@ def test_a_deleted_policy_whose_app_never_becomes_available_is_gone_after_restor
     assert api.get("HTTPRoute", "shop", held)["spec"] == before["spec"]
     builders.wait_until(lambda: not api.exists("NSScaler", name), timeout=30,
                         what="the deleted NSScaler to go once its route is back")
+
+
+def test_a_release_gives_back_a_route_whose_app_never_becomes_available_within_its_own_wait(
+        api: AdminApi, prefix: str, control_plane: controlplane.ControlPlane) -> None:
+    """An uninstall is not held up by a broken app: the release bounds every policy's restore_wait by its own
+    wait (`--restore-wait-in-run`, here 0, so 1 s), so the release after the one that found the route waiting
+    gives it back, and the finalizer goes (the policy itself is not deleted: a release leaves the CRs)."""
+    held, sys_ns = shop(api, prefix, on_request=True)
+    name = f"{prefix}p"
+    api.patch("NSScaler", name, {"spec": {"restore_wait": "1h"}})  # what the release does not wait for
+    before = api.get("HTTPRoute", "shop", held)
+    run_at(control_plane, sys_ns, T0)
+    settings = Settings(kubeconfig=control_plane.admin_kubeconfig, own_namespace=sys_ns, restore_wait_in_run=0)
+
+    first = release.release(Kube(settings), settings, now=T0 + dt.timedelta(minutes=1))
+    assert first.exit_code == 1 and first.routes_left == [
+        f"the HTTPRoutes of {held} still point at the waker: its workloads are not available yet"]
+    assert api.replicas("Deployment", held, "web") == 1
+
+    second = release.release(Kube(settings), settings, now=T0 + dt.timedelta(minutes=1, seconds=1))
+    assert second.exit_code == 0, second.routes_left
+    assert api.get("HTTPRoute", "shop", held)["spec"] == before["spec"]
+    assert FINALIZER_ROUTES not in (api.get("NSScaler", name)["metadata"].get("finalizers") or [])

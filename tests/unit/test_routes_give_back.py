@@ -130,3 +130,8 @@ def test_a_late_route_is_in_the_policy_s_status_and_a_warning_event():
     assert (reason, warning) == (REASON_TIER_LATE, True)
     assert message == ("shop-v1: restore HTTPRoute shop came back after restore_wait, before deployment/web was "
                        "available")
+
+
+def test_a_release_s_bounded_wait_wins_over_the_policy_as_it_is():
+    released = policy("p", "shop-", restore_wait="1s")
+    assert waits_of([released, policy("p", "shop-", restore_wait="1h")]) == {"p": dt.timedelta(seconds=1)}
