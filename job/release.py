@@ -120,7 +120,7 @@ def release(kube: Kube, settings: Settings, *, now: dt.datetime) -> ReleaseRepor
     found = release_api.left(snapshot.workloads, namespaces=snapshot.namespaces, results=results,
                              problems=decision.problems, waits=decision.plan.waits)
     # the routes pointed at the waker come back once their namespaces are awake, and the finalizers go
-    followed = routes.follow_holds(kube, snapshot, decision, settings=settings)
+    followed = routes.follow_holds(kube, snapshot, decision, settings=settings, now=at)
     pointed = [f"the HTTPRoutes of {ns} still point at the waker: its workloads are not available yet"
                for ns in followed.waiting]
     return ReleaseReport(started=now, results=results, left=found, passes=passes,

@@ -30,7 +30,7 @@ from job.decide import events as events_api
 from job.decide import outcome as outcome_api
 from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
-from job.decide.decision import Decision, again, contained, merged
+from job.decide.decision import Decision, again, contained, merged, with_late_routes
 from job.decide.drain import frozen_now, reverts
 from job.decide.outcome import PolicyOutcome
 from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_workloads, sizes_needed
@@ -159,12 +159,12 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at, holding=holding)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at, may_write=lambda: _may_write(kube, run_lease))
-        followed = routes.follow_holds(kube, snapshot, decision, settings=settings,  # the last restore tier
+        followed = routes.follow_holds(kube, snapshot, decision, settings=settings, now=now,  # the last tier
                                        may_write=lambda: _may_write(kube, run_lease))
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
-        outcomes = outcome_api.outcomes(snapshot.policies, decision=decision, results=results, census=census,
-                                        settings=settings, workloads=snapshot.workloads)
+        outcomes = outcome_api.outcomes(snapshot.policies, decision=with_late_routes(decision, followed.late),
+                                        results=results, census=census, settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),
                                    *followed.problems, *_lease_lost(run_lease, results)])

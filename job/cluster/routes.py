@@ -1,12 +1,14 @@
 """HTTPRoutes on the API: read the routes that follow a hold, write what `job.decide.routes` decides (each
 route's rules and record in one merge PATCH with its resourceVersion, the ReferenceGrant first), and, while an
 awake namespace's routes wait for its workloads, look again at those workloads every 2 s within
-`--restore-wait-in-run`. Where the cluster serves no Gateway API, there is nothing to do unless a policy opted
+`--restore-wait-in-run`; past the policy's `restore_wait` a route comes back anyway (`job.decide.routes`, rule 5).
+Where the cluster serves no Gateway API, there is nothing to do unless a policy opted
 in, which is then a problem saying so.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +19,7 @@ from job.cluster import read
 from job.cluster.kube import Kube
 from job.decide import routes as decide
 from job.decide.decision import Decision
+from job.decide.tiers import LateTier
 from job.errors import ApiError, Conflict
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN, KindHandler
@@ -28,6 +31,8 @@ from job.model.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 2.0
+#: each route write, in the log
+_DONE = {"point": "pointed at the waker:", "restore": "restored:", "mark": "marked when its wait began (or ended):"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class RoutesDone:
     problems: list[str] = field(default_factory=list)
     #: awake namespaces whose routes still wait for their workloads when the stage ended
     waiting: list[str] = field(default_factory=list)
+    #: routes given back because their wait passed, before their workloads were available
+    late: list[LateTier] = field(default_factory=list)
 
 
 def _routes(kube: Kube, opted: dict[str, str]) -> list[dict[str, Any]] | None:
@@ -56,13 +63,13 @@ def _routes(kube: Kube, opted: dict[str, str]) -> list[dict[str, Any]] | None:
     return list(found.values())
 
 
-def _awake(kube: Kube, snapshot: Snapshot, namespaces: Sequence[str]) -> frozenset[str]:
+def _not_awake(kube: Kube, snapshot: Snapshot, namespaces: Sequence[str]) -> dict[str, tuple[str, ...]]:
     handlers: dict[str, KindHandler] = {str(k): h for k, h in BUILTIN.items()}
     handlers |= {str(w.kind): w.handler for w in snapshot.workloads if isinstance(w.handler, KindHandler)}
-    return decide.awake(read.whole_namespaces(kube, [], list(handlers.values()), namespaces), namespaces)
+    return decide.not_awake(read.whole_namespaces(kube, [], list(handlers.values()), namespaces), namespaces)
 
 
-def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings,
+def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
                  may_write: Callable[[], bool] = lambda: True) -> RoutesDone:
     """Point the routes of held, opted-in namespaces at the waker; restore those of awake ones. Before its first
     write it asks `may_write` (the run Lease): if another run holds it, that run follows the routes. Reads no
@@ -75,7 +82,7 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
     done = RoutesDone()
     if not decide.sweep_needed(opted, policies):
         return done
-    give_up = time.monotonic() + settings.restore_wait_in_run
+    started, waits = time.monotonic(), decide.waits_of(policies)
     try:
         routes = _routes(kube, opted)
         if routes is None:
@@ -86,7 +93,9 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
         while True:
             recorded = {r["metadata"]["namespace"] for r in routes if hr.record_of(r) is not None}
             candidates = sorted(recorded - set(opted))
-            plan = decide.plan_routes(routes, opted=opted, ready=_awake(kube, snapshot, candidates), waker=waker)
+            at = now + dt.timedelta(seconds=time.monotonic() - started)  # the run's clock, moved on by the waits
+            plan = decide.plan_routes(routes, world=decide.RouteWorld(
+                opted=opted, blocking=_not_awake(kube, snapshot, candidates), waits=waits, now=at), waker=waker)
             adding = decide.finalizers_to_add(plan, policies)
             if (plan.steps or plan.grants or plan.ungrants or adding) and not may_write():
                 break
@@ -94,11 +103,12 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
             plan = replace(plan, steps=[st for st in plan.steps if st.verb != "point" or st.policy not in adding
                                         or st.policy in finalized])
             restored = _carry_out(kube, plan, waker, done)
+            done.late.extend(_back(plan.late, restored))
             leaving = decide.finalizers_to_remove(routes, policies, restored=restored,
                                                   pointed_by={st.policy for st in plan.steps if st.verb == "point"})
             if leaving and may_write():
                 _finalize(kube, policies, leaving, done, add=False)
-            if not plan.waiting or time.monotonic() + POLL_SECONDS > give_up:
+            if not plan.waiting or time.monotonic() + POLL_SECONDS > started + settings.restore_wait_in_run:
                 done.waiting[:] = plan.waiting
                 break
             time.sleep(POLL_SECONDS)
@@ -109,6 +119,20 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
     for problem in done.problems:
         log.warning(problem, extra={"event": "routes"})
     return done
+
+
+def _back(late: Sequence[LateTier], restored: set[tuple[str, str]]) -> list[LateTier]:
+    """The late routes that did come back (one changed since it was read waits for the next run), each logged:
+    a policy already gone has no status to carry it."""
+    out = []
+    for t in late:
+        back = tuple(name for name in t.routes if (t.namespace, name) in restored)
+        if back:
+            out.append(replace(t, routes=back))
+            log.warning("%s: HTTPRoute %s given back after restore_wait, before %s was available", t.namespace,
+                        ", ".join(back), ", ".join(t.not_ready[:5]),
+                        extra={"event": "route-late", "namespace": t.namespace, "policy": t.policy})
+    return out
 
 
 def _finalize(kube: Kube, policies: Sequence[Policy | InvalidPolicy], names: Sequence[str], done: RoutesDone, *,
@@ -165,8 +189,8 @@ def _carry_out(kube: Kube, plan: decide.RoutePlan, waker: hr.Waker, done: Routes
             continue
         if step.verb == "restore":
             restored.add((step.namespace, step.name))
-        log.info("%s %s (%s)", "pointed at the waker:" if step.verb == "point" else "restored:", step.ref,
-                 step.policy, extra={"event": f"route-{step.verb}", "namespace": step.namespace})
+        log.info("%s %s (%s)", _DONE[step.verb], step.ref, step.policy,
+                 extra={"event": f"route-{step.verb}", "namespace": step.namespace})
     for ns in plan.ungrants:
         try:
             kube.delete(version=hr.GRANT_API_VERSION, plural=hr.GRANT_PLURAL, namespace=waker.namespace,

@@ -24,7 +24,7 @@ from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
 from job.decide.contain import quarantine
 from job.decide.plan import Plan, excluded_owners_of, make_plan, select_from_workloads
-from job.decide.tiers import TierWait
+from job.decide.tiers import LateTier, TierWait
 from job.errors import unexpected
 from job.model.autoscalers import scaled_object
 from job.model.kinds import MalformedRecord
@@ -119,6 +119,17 @@ def in_tiers(plan: Plan, *, snapshot: Snapshot, now: dt.datetime) -> Plan:
                               late=[t for t in found.late if t.policy == name]) for name, p in plan.policies.items()}
     return replace(plan, actions=found.actions, problems=[*plan.problems, *found.problems], policies=policies,
                    waits=tuple(found.waits))
+
+
+def with_late_routes(decision: Decision, late: Iterable[LateTier]) -> Decision:
+    """The decision with the HTTPRoutes that came back after `restore_wait` told to their policies' findings
+    (`job.decide.routes`, rule 5), after the tiers that went late; a policy already gone has no findings."""
+    found = [t for t in late if t.policy in decision.plan.policies]
+    if not found:
+        return decision
+    policies = {name: replace(p, late=[*p.late, *(t for t in found if t.policy == name)])
+                for name, p in decision.plan.policies.items()}
+    return replace(decision, plan=replace(decision.plan, policies=policies))
 
 
 def merged(first: Decision, later: Decision, *, within: frozenset[str]) -> Decision:

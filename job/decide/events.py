@@ -131,7 +131,7 @@ def _tiers(outcome: PolicyOutcome) -> list[tuple[str, str, bool]]:
                                   f"{', '.join(w.waiting_for[:5]) or 'the earlier tiers'} are available, at most "
                                   f"until {w.until:%Y-%m-%dT%H:%M:%SZ} (restore_wait)", False)
             for w in outcome.restoring if (w.namespace, w.tier) not in before and not w.dry_run]
-    return said + [(REASON_TIER_LATE, f"{t.namespace}: restore tier {t.tier} came back after restore_wait, before "
+    return said + [(REASON_TIER_LATE, f"{t.namespace}: restore {t.what} came back after restore_wait, before "
                                       f"{', '.join(t.not_ready[:5])} was available", True) for t in outcome.late]
 
 

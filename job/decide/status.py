@@ -78,7 +78,7 @@ def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
                     f"{wait.tier} waits for {', '.join(wait.waiting_for[:3]) or 'nothing'}; see status.restoring)")
     if outcome.late:
         first_late = outcome.late[0]
-        message += (f"; {first_late.namespace} tier {first_late.tier} restored after restore_wait, before "
+        message += (f"; {first_late.namespace} {first_late.what} restored after restore_wait, before "
                     f"{', '.join(first_late.not_ready[:3])} was available (see status.restoredLate)")
     if outcome.reverted:
         first = outcome.reverted[0]
@@ -222,9 +222,10 @@ def restoring_entries(waits: Iterable[TierWait], *, list_limit: int | None = Non
 
 def late_entries(late: Iterable[LateTier], *, list_limit: int | None = None) -> list[dict[str, Any]]:
     """`status.restoredLate` and the JSON report's: tiers restored because `restore_wait` passed, and the
-    earlier workloads that were not available in time."""
+    earlier workloads that were not available in time; HTTPRoutes given back so are the last tier, named."""
     return [{"namespace": t.namespace, "tier": t.tier, "notReady": list(t.not_ready[:list_limit]),
-             "since": utc_stamp(t.since)} for t in late]
+             "since": utc_stamp(t.since), **({"routes": list(t.routes[:list_limit])} if t.routes else {})}
+            for t in late]
 
 
 def reverted_entries(reverted: Iterable[Revert]) -> list[dict[str, Any]]:

@@ -39,6 +39,8 @@ from job.model.workloads import Workload
 
 #: the highest tier the annotation accepts
 MAX_TIER = 9
+#: the tier of the HTTPRoutes pointed at the waker: after every workload's (`job.decide.routes`)
+ROUTES_TIER = MAX_TIER + 1
 #: `restore_wait` of a restore whose policy is gone
 DEFAULT_RESTORE_WAIT = parse_duration("5m")
 #: what the annotation may say (`str.isdigit` would take "²", and `int` refuses 5,000 digits)
@@ -70,6 +72,13 @@ class LateTier:
     tier: int
     not_ready: tuple[str, ...]
     since: dt.datetime
+    #: the HTTPRoutes given back because the wait passed (`job.decide.routes`), then `tier` is `ROUTES_TIER`
+    routes: tuple[str, ...] = ()
+
+    @property
+    def what(self) -> str:
+        """What came back late, in words: the tier, or the routes pointed at the waker."""
+        return f"HTTPRoute {', '.join(self.routes)}" if self.routes else f"tier {self.tier}"
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,10 @@ EXCLUDE_FIX = f'annotate it {ANNOTATION_EXCLUDE}="true" if it is meant to run'
 
 #: an HTTPRoute pointed at the waker while its namespace is held: its `spec.rules` before, as JSON, restored exactly
 ANNOTATION_ORIGINAL_RULES = f"{DOMAIN}/original-rules"
+#: on such a route once its namespace is no longer held but not yet awake: when it began to wait (RFC 3339). On the
+#: route itself, not on its policy, so the wait survives a policy being deleted and is bounded (`restore_wait`)
+#: whatever the app does; removed when the route comes back, or when its namespace is held again
+ANNOTATION_ROUTE_WAITING = f"{DOMAIN}/waiting-since"
 #: the request header the gateway sets (`RequestHeaderModifier` `set`, which replaces any value a client sent) on
 #: every request of a held namespace's route, naming that namespace for the waker
 HEADER_NAMESPACE = "X-Nsscaler-Namespace"

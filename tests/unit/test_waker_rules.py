@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from job.decide.routes import plan_routes
+from job.decide.routes import RouteWorld, plan_routes
 from job.model.kinds.httproute import Waker, frozen_rules, restored_rules
 from job.model.marks import ANNOTATION_ORIGINAL_RULES, HEADER_NAMESPACE
 from job.waker.answer import RATE_SECONDS, Door, Request, decide
@@ -42,6 +42,12 @@ def test_whether_a_request_wakes(request_: Request, door: Door | None, last: dt.
     assert (answer.status, answer.wake) == (status, wake)
 
 
+def world(*, opted: dict[str, str] | None = None, awake: bool) -> RouteWorld:
+    """Nothing in the way of shop-v1 (`awake`), or its Deployment not available; a wait begun now."""
+    return RouteWorld(opted=opted or {}, blocking={"shop-v1": () if awake else ("deployment/web",)}, waits={},
+                      now=NOW)
+
+
 def route(rules: list[dict], *, record: str | None = None, ns: str = "shop-v1") -> dict:
     notes = {ANNOTATION_ORIGINAL_RULES: record} if record is not None else {}
     return {"metadata": {"name": "r", "namespace": ns, "resourceVersion": "7", "annotations": notes},
@@ -67,21 +73,22 @@ def test_a_frozen_rule_sets_the_header_over_any_value_and_keeps_rules_without_ba
 def test_a_malformed_record_is_a_problem_and_the_route_is_left(record: str) -> None:
     with pytest.raises(ValueError, match="original-rules"):
         restored_rules(record)
-    plan = plan_routes([route([], record=record)], opted={}, ready=frozenset({"shop-v1"}), waker=Waker("n"))
+    plan = plan_routes([route([], record=record)], world=world(awake=True), waker=Waker("n"))
     assert plan.steps == [] and len(plan.problems) == 1 and plan.ungrants == []
 
 
 def test_routes_point_when_held_wait_until_awake_and_come_back_exactly() -> None:
     waker = Waker("nsscaler")
-    held = plan_routes([route(RULES)], opted={"shop-v1": "p"}, ready=frozenset(), waker=waker)
+    held = plan_routes([route(RULES)], world=world(opted={"shop-v1": "p"}, awake=False), waker=waker)
     assert [s.verb for s in held.steps] == ["point"] and held.grants == ["shop-v1"]
     assert json.loads(held.steps[0].body["metadata"]["annotations"][ANNOTATION_ORIGINAL_RULES]) == RULES
     recorded = route([], record=json.dumps(RULES))
-    waiting = plan_routes([recorded], opted={}, ready=frozenset(), waker=waker)
-    assert waiting.steps == [] and waiting.waiting == ["shop-v1"] and waiting.ungrants == []
-    back = plan_routes([recorded], opted={}, ready=frozenset({"shop-v1"}), waker=waker)
+    waiting = plan_routes([recorded], world=world(awake=False), waker=waker)
+    assert [s.verb for s in waiting.steps] == ["mark"]  # when the wait began: it is bounded
+    assert waiting.waiting == ["shop-v1"] and waiting.ungrants == [] and waiting.late == []
+    back = plan_routes([recorded], world=world(awake=True), waker=waker)
     assert back.steps[0].body["spec"] == {"rules": RULES} and back.ungrants == ["shop-v1"]
-    assert plan_routes([recorded], opted={"shop-v1": "p"}, ready=frozenset(), waker=waker).steps == []
+    assert plan_routes([recorded], world=world(opted={"shop-v1": "p"}, awake=False), waker=waker).steps == []
 
 
 def test_the_waker_s_metrics_are_prometheus_text_with_a_cumulative_histogram():
