@@ -109,7 +109,9 @@ def _validation(expression: str, message: str) -> dict[str, str]:
 
 def _refused(words: str, after: str = "") -> str:
     """CEL: what a refused request reads: what it tried, then the namespace's own words (its mark)."""
-    return f"'{words} ' + variables.target + '{after} is refused: ' + variables.held"
+    # double-quoted CEL literals: the words quote keys with single quotes
+    return f'"{words} " + variables.target + "{after} is refused: " + variables.held'
+
 
 
 def count_rules(fields: list[Guarded]) -> list[dict[str, str]]:
@@ -177,7 +179,7 @@ def record_rule(resources: list[str]) -> dict[str, str]:
     return _validation(
         f"request.operation != 'UPDATE' || !({_is(resources)}) || {EXCLUDED} || "
         f"{old_label} != 'true' || ({kept})",
-        _refused(f"removing or changing nsscaler's record ({DOMAIN}/... annotations, label {LABEL_SCALED}) of"))
+        _refused(f"removing or changing the record of nsscaler ({DOMAIN}/... annotations, label {LABEL_SCALED}) of"))
 
 
 def pod_rule() -> dict[str, str]:

@@ -30,7 +30,7 @@ IMAGE = "registry.invalid/app:1"
 
 
 @pytest.fixture(scope="module")
-def hold_policy(control_plane: controlplane.ControlPlane, crd: None) -> Iterator[None]:
+def hold_policy(control_plane: controlplane.ControlPlane, crd: None, wake_admission: bool) -> Iterator[None]:
     """The policy and its bindings, as `kubectl apply -k` of any overlay installs them; removed after, as an
     uninstall removes them (none is left: asserted)."""
     apply_manifest(control_plane.admin_kubeconfig, hold_admission.OUTPUT)
