@@ -141,22 +141,16 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
         if any(decision.steps) or decision.needs:  # a run that writes: what it lacks is named before its first write
             preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
-        marks = _hold_marks(snapshot, decision, settings=settings, now=now)
-        if not settings.dry_run and (any(decision.steps) or _records(snapshot, decision) or marks):
+        if not settings.dry_run and _writes(snapshot, decision, settings=settings, now=now):
             if not _may_write(kube, run_lease):
-                holder = str(run_lease.held_by)
-                send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings),
-                            now=now)
-                return replace(report, lease_held_by=holder)  # the counts: below
+                return _lease_held(kube, report, snapshot, run_lease, settings=settings, now=now)
             # under the Lease: a release marks the CronJob, then waits for the Lease, so no run writes past it
             own_cronjob.refuse_if_released(kube, settings.own_namespace)
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
                 snapshot = read_snapshot(kube, settings, now=now)
                 snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
-                marks = _hold_marks(snapshot, decision, settings=settings, now=now)
         stages.done("decide")
-        # the holds first: a Wake's namespace opens to its people before anything else is sent
-        hold_problems = write_marks(kube, marks, dry_run=False)
+        hold_problems = write_marks(kube, _hold_marks(snapshot, decision, settings=settings, now=now), dry_run=False)
         if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
             write_statuses(kube, _records(snapshot, decision))
         # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
@@ -192,8 +186,24 @@ def _records(snapshot: Snapshot, decision: Decision) -> list[tuple[str, dict[str
     return budget.records_first([p for p in snapshot.policies if isinstance(p, Policy)], histories)
 
 
+def _writes(snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime) -> bool:
+    """Whether the run has something to write (then it takes the run Lease): a change, a wake budget's record,
+    a hold mark."""
+    return bool(any(decision.steps) or _records(snapshot, decision)
+                or _hold_marks(snapshot, decision, settings=settings, now=now))
+
+
+def _lease_held(kube: Kube, report: RunReport, snapshot: Snapshot, run_lease: lease.RunLease, *,
+                settings: Settings, now: dt.datetime) -> RunReport:
+    """Another run held the Lease all the while: this one writes nothing but says so on the Wakes (exit 3)."""
+    holder = str(run_lease.held_by)
+    send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings), now=now)
+    return replace(report, lease_held_by=holder)  # the counts: in `_run`'s finally
+
+
 def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime) -> list[hold.Mark]:
-    """The hold marks to write (`job.decide.hold`); none in a dry run, which writes nothing."""
+    """The hold marks to write (`job.decide.hold`); none in a dry run, which writes nothing. They are written
+    before anything else of the run: a Wake's namespace opens to its people first."""
     return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now)
 
 
