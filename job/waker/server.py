@@ -60,22 +60,22 @@ class Waker:
     async def handle(self, http: web.Request) -> web.StreamResponse:
         request = Request(http.method, http.host, http.path_qs, dict(http.headers))
         if not request.namespace and http.path == "/healthz":
-            return web.json_response({"ok": True, "wakes": sum(self.metrics.wakes.values()),
-                                      "runs": self.metrics.runs, "errors": self.metrics.errors})
+            return web.json_response({"ok": True, **self.metrics.totals()})
         if not request.namespace and http.path == "/metrics":
-            return web.Response(text=self.metrics.text(), content_type="text/plain", charset="utf-8")
+            body, content_type = self.metrics.exposition(http.headers.get("Accept"))
+            return web.Response(body=body, headers={"Content-Type": content_type})
         now = dt.datetime.now(dt.UTC)
         try:
             door = await self.door(request.namespace, now=now) if request.namespace else None
         except ApiError as exc:
-            self.metrics.errors += 1
+            self.metrics.api_error()
             log.warning("could not read the policies: %s", exc, extra={"event": "waker-error"})
             door = None
         answer = decide(request, door, last_wake=self.last_wake.get(request.namespace), now=now)
         if answer.wake and door is not None:
             self.last_wake[request.namespace] = now  # claimed before the API calls: concurrent requests wait
             await self._wake(request, door, now)
-        self.metrics.requests[answer.status] += 1
+        self.metrics.answered(answer.status)
         return self._respond(http, request, answer, door, now)
 
     async def _wake(self, request: Request, door: Door, now: dt.datetime) -> None:
@@ -84,12 +84,12 @@ class Waker:
             created = await asyncio.to_thread(actions.wake, self.kube, ns, door, request, identity=self.identity,
                                               now=now)
         except ApiError as exc:
-            self.metrics.errors += 1
+            self.metrics.api_error()
             log.warning("could not wake %s: %s", ns, exc, extra={"event": "waker-error", "namespace": ns})
             return
         if not created:
             return
-        self.metrics.wakes["click" if door.click else "request"] += 1
+        self.metrics.woke("click" if door.click else "request")
         log.info("woke %s on %s", ns, request.words, extra={"event": "woken", "namespace": ns})
         task = asyncio.create_task(self._until_ready(ns, time.monotonic()))
         self.watching.add(task)
@@ -97,7 +97,7 @@ class Waker:
         job = await asyncio.to_thread(actions.start_run, self.kube, namespace=self.namespace, cronjob=self.cronjob,
                                       woken=ns)
         if job:
-            self.metrics.runs += 1
+            self.metrics.started_run()
             log.info("started run %s for %s", job, ns, extra={"event": "run-started", "namespace": ns, "job": job})
 
     async def following(self, _app: web.Application) -> AsyncIterator[None]:
@@ -114,8 +114,8 @@ class Waker:
         job = actions.start_run(self.kube, namespace=self.namespace, cronjob=self.cronjob,
                                 woken=str(meta.get("namespace")), wake_uid=str(meta.get("uid") or "") or None)
         if job:
-            self.metrics.runs += 1
-            self.metrics.wakes["person"] += 1
+            self.metrics.started_run()
+            self.metrics.woke("person")
             log.info("started run %s for the Wake %s/%s", job, meta.get("namespace"), meta.get("name"),
                      extra={"event": "run-started", "namespace": meta.get("namespace"), "job": job})
 
@@ -126,12 +126,12 @@ class Waker:
             try:
                 back = await asyncio.to_thread(actions.routes_back, self.kube, namespace)
             except ApiError as exc:
-                self.metrics.errors += 1
+                self.metrics.api_error()
                 log.warning("could not read the routes of %s: %s", namespace, exc,
                             extra={"event": "waker-error", "namespace": namespace})
                 continue
             if back:
-                self.metrics.ready.observe(time.monotonic() - asked)
+                self.metrics.ready_after(time.monotonic() - asked)
                 log.info("%s answers again after %.1fs", namespace, time.monotonic() - asked,
                          extra={"event": "ready", "namespace": namespace})
                 return

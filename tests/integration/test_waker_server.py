@@ -128,8 +128,8 @@ def test_a_namespace_no_policy_wakes_on_request_is_refused_and_nothing_is_create
 
 def ready_count(process: WakerProcess) -> int:
     text = requests.get(process.url + "/metrics", timeout=10).text
-    return int(next(line.split()[-1] for line in text.splitlines()
-                    if line.startswith("nsscaler_waker_request_to_ready_seconds_count")))
+    return int(float(next(line.split()[-1] for line in text.splitlines()
+                    if line.startswith("nsscaler_waker_request_to_ready_seconds_count"))))
 
 
 def test_the_waker_counts_its_wakes_and_the_time_until_the_namespace_s_routes_are_back(
@@ -151,7 +151,12 @@ def test_the_waker_counts_its_wakes_and_the_time_until_the_namespace_s_routes_ar
     observed = float(next(line.split()[-1] for line in text.splitlines()
                           if line.startswith("nsscaler_waker_request_to_ready_seconds_sum")))
     assert observed >= back - 0.1, (observed, back)
-    assert 'nsscaler_waker_wakes_total{source="request"}' in text and 'nsscaler_waker_runs_started_total' in text
+    assert 'nsscaler_waker_wakes_total{source="request"} 1.0' in text and 'nsscaler_waker_runs_started_total' in text
+    assert "process_resident_memory_bytes " in text  # the client library's process figures come with it
+    scrape = requests.get(process.url + "/metrics", timeout=10,
+                          headers={"Accept": "application/openmetrics-text; version=1.0.0; charset=utf-8"})
+    assert scrape.headers["Content-Type"].startswith("application/openmetrics-text"), scrape.headers
+    assert scrape.text.rstrip().endswith("# EOF")
 
 
 def test_a_wake_a_person_writes_starts_a_run_at_once_one_job_for_both_replicas(
@@ -169,4 +174,4 @@ def test_a_wake_a_person_writes_starts_a_run_at_once_one_job_for_both_replicas(
                    timeout=30, what="the run a person's Wake starts")
         assert len(runs(api, sys_ns)) == 1
         person = [requests.get(p.url + "/metrics", timeout=10).text for p in (process, second)]
-        assert sum('nsscaler_waker_wakes_total{source="person"} 1' in text for text in person) == 1, person
+        assert sum('nsscaler_waker_wakes_total{source="person"} 1.0' in text for text in person) == 1, person

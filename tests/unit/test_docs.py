@@ -177,7 +177,7 @@ def ksm_metrics() -> set[str]:
 
 def waker_metrics() -> set[str]:
     """What the waker serves on /metrics (its TYPE lines)."""
-    return set(re.findall(r"^# TYPE (\S+) ", WakerMetrics().text(), re.M))
+    return set(re.findall(r"^# TYPE (nsscaler_\S+) ", WakerMetrics().text(), re.M))  # not the process figures
 
 
 def test_the_metrics_page_lists_every_metric_of_the_kube_state_metrics_config_and_of_the_waker_and_no_other():

@@ -93,18 +93,36 @@ def test_routes_point_when_held_wait_until_awake_and_come_back_exactly() -> None
 
 def test_the_waker_s_metrics_are_prometheus_text_with_a_cumulative_histogram():
     metrics = WakerMetrics()
-    metrics.requests[503] += 3
-    metrics.requests[404] += 1
-    metrics.wakes["request"] += 1
+    for code in (503, 503, 503, 404):
+        metrics.answered(code)
+    metrics.woke("request")
     for seconds in (4.0, 12.5, 700.0, 2000.0):
-        metrics.ready.observe(seconds)
+        metrics.ready_after(seconds)
     lines = metrics.text().splitlines()
-    assert 'nsscaler_waker_requests_total{code="503"} 3' in lines
-    assert 'nsscaler_waker_wakes_total{source="request"} 1' in lines
-    assert 'nsscaler_waker_wakes_total{source="click"} 0' in lines  # every source is there from the start
-    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="5"} 1' in lines
-    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="20"} 2' in lines
-    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="900"} 3' in lines
-    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="+Inf"} 4' in lines
-    assert "nsscaler_waker_request_to_ready_seconds_count 4" in lines
-    assert "nsscaler_waker_request_to_ready_seconds_sum 2716.500" in lines
+    assert 'nsscaler_waker_requests_total{code="503"} 3.0' in lines
+    assert 'nsscaler_waker_wakes_total{source="request"} 1.0' in lines
+    assert 'nsscaler_waker_wakes_total{source="click"} 0.0' in lines  # every source is there from the start
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="5.0"} 1.0' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="20.0"} 2.0' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="900.0"} 3.0' in lines
+    assert 'nsscaler_waker_request_to_ready_seconds_bucket{le="+Inf"} 4.0' in lines
+    assert "nsscaler_waker_request_to_ready_seconds_count 4.0" in lines
+    assert "nsscaler_waker_request_to_ready_seconds_sum 2716.5" in lines
+    assert metrics.totals() == {"wakes": 1, "runs": 0, "errors": 0}
+
+
+def test_the_waker_serves_its_process_figures_and_openmetrics_to_a_scraper_that_asks():
+    metrics = WakerMetrics()
+    metrics.started_run()
+    assert any(line.startswith("process_resident_memory_bytes ") for line in metrics.text().splitlines())
+    body, content_type = metrics.exposition("application/openmetrics-text; version=1.0.0")
+    assert content_type.startswith("application/openmetrics-text")
+    assert body.decode().rstrip().endswith("# EOF") and "nsscaler_waker_runs_started_total 1.0" in body.decode()
+    body, content_type = metrics.exposition(None)
+    assert content_type.startswith("text/plain") and b"# EOF" not in body
+
+
+def test_two_wakers_in_one_process_count_apart():
+    first, second = WakerMetrics(), WakerMetrics()
+    first.api_error()
+    assert (first.totals()["errors"], second.totals()["errors"]) == (1, 0)
