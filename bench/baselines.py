@@ -2,21 +2,14 @@
 
 - naive: the Go operator's algorithm, in Python: list all namespaces, then for each in-scope namespace
   list its Deployments and send a full-object update (PUT) for each one that must change, one by one.
-- limit: the physical limit: exactly the PATCH requests nsscaler would send, prepared beforehand and
-  sent by a minimal loop with the same concurrency and the same HTTP session settings (pykube's
-  client), with no listing and no planning at all, in a process of its own as nsscaler runs in.
+- limit: the physical limit: exactly the PATCH requests nsscaler would send, prepared here beforehand,
+  sent by bench.limit's minimal client.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pykube
@@ -87,35 +80,3 @@ def planned_patches(api: pykube.HTTPClient, *, prefix: str, active: set[str], po
         elif not _held(w.namespace, prefix, active) and w.has_record:
             patches.append((w.namespace, w.name, restore_patch(w)))
     return patches
-
-
-def limit(api: pykube.HTTPClient, patches: list[Patch], *, concurrency: int) -> dict[str, Any]:
-    def send(item: Patch) -> None:
-        ns, name, body = item
-        resp = api.patch(version="apps/v1", namespace=ns, url=f"deployments/{name}", json=body,
-                         headers={"Content-Type": "application/merge-patch+json"},
-                         params={"fieldManager": "nsscaler"})
-        resp.raise_for_status()
-
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        list(pool.map(send, patches))
-    return {"seconds": time.perf_counter() - started, "requests": {"patch": len(patches)} if patches else {}}
-
-
-def limit_in_own_process(kubeconfig: Path, patches: list[Patch], *, concurrency: int) -> dict[str, Any]:
-    """`limit` in a fresh interpreter, as nsscaler itself runs: sent from the bench's own process, with
-    its large heap, the same PATCHes took 13.3 s where nsscaler's whole first run took 10.6."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="nsscaler-limit-") as batch:
-        json.dump(patches, batch)
-        batch.flush()
-        out = subprocess.run([sys.executable, "-m", "bench.baselines", str(kubeconfig), batch.name,
-                              str(concurrency)], capture_output=True, text=True, check=True)
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
-
-
-if __name__ == "__main__":
-    config_path, batch_path, threads = sys.argv[1:4]
-    batch = [(ns, name, body) for ns, name, body in json.loads(Path(batch_path).read_text())]
-    print(json.dumps(limit(client(config_path, int(threads)), batch, concurrency=int(threads))))

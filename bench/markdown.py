@@ -133,7 +133,9 @@ def family_section(family: dict[str, Any]) -> list[str]:
     if not family["rows"]:
         return []
     lines = [f"### Family: {family['size']} namespaces `family-*` in a cluster of {family['cluster']} other "
-             "namespaces (their Deployments running, no policy on them)", "",
+             "namespaces (their Deployments running, no policy on them); the reference is one cluster-wide LIST, in "
+             "pages of 500, of every object of the kinds the family's policy freezes (Deployments, StatefulSets)",
+             "",
              *runs_table(family["rows"], label="family")]
     return lines
 
@@ -169,9 +171,11 @@ def render(results: dict[str, Any]) -> str:
         "what the tool itself reported (nsscaler's JSON report; naive and limit count their requests).",
         "Wall time is the whole process for nsscaler and kube-downscaler (Python start-up included, as a CronJob "
         "pays it); both tools' own sources are byte-compiled first, as in an image pip installed them (this "
-        "machine sets PYTHONDONTWRITEBYTECODE). The naive and limit baselines use nsscaler's client settings (no "
-        "~/.netrc or environment lookup per request). CPU is kube-apiserver + etcd (/proc, 10 ms ticks). Medians "
-        "of the repetitions.",
+        "machine sets PYTHONDONTWRITEBYTECODE). The naive baseline uses nsscaler's client settings (no ~/.netrc or "
+        "environment lookup per request). The limit is the same PATCHes, built beforehand, sent by the standard "
+        "library's http.client over as many keep-alive TLS connections as nsscaler has writers (--concurrency), in "
+        "a process of its own: its wall is from its first connection to its last answer (bench/limit.py). CPU is "
+        "kube-apiserver + etcd (/proc, 10 ms ticks). Medians of the repetitions.",
         *results["notes"],
         f"The whole bench took {results['elapsed_s'] / 60:.0f} min.",
     ]

@@ -3,7 +3,7 @@
 - all-family (N namespaces `bench-nXXXXX`, 5 Deployments each, one policy allowing 20 %): first run (freeze
   80 %), steady state (nothing to do), restore run (the allowed 20 % moves); nsscaler, the peer, naive, limit;
 - family: a small family `family-` inside the big cluster; nsscaler's first run and steady state next to
-  one cluster-wide paginated LIST of all Deployments;
+  one cluster-wide paginated LIST of the kinds its policy freezes (Deployments, StatefulSets);
 - memory: nsscaler's first run over a large family, one repetition, for its peak RSS.
 """
 
@@ -20,10 +20,12 @@ from typing import Any
 
 import pykube
 
-from bench import baselines, cluster, peer, runs, summary
+from bench import baselines, cluster, limit, peer, runs, summary
 from devtools.builders import AdminApi
 from devtools.cluster.controlplane import ControlPlane
+from job.model.kinds.registry import BUILTIN
 from job.model.marks import ANNOTATION_FREED, DOMAIN, SCALED_SELECTOR
+from job.model.settings import Settings
 
 PREFIX = "bench-"
 POLICY = "bench"
@@ -116,10 +118,10 @@ def all_family(b: Bench, n: int) -> list[dict[str, Any]]:
         say(f"  N={n} rep {rep + 1}/{b.reps}: limit")
         for scenario, active in (("first run", first), ("steady state", first), ("restore run", second)):
             patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(active), policy=POLICY)
-            rec.add(scenario, "limit", functools.partial(baselines.limit_in_own_process, b.kubeconfig, patches,
+            rec.add(scenario, "limit", functools.partial(limit.in_own_process, b.kubeconfig, patches,
                                                          concurrency=runs.CONCURRENCY), active)
         patches = baselines.planned_patches(b.client, prefix=PREFIX, active=set(everyone), policy=POLICY)
-        baselines.limit(b.client, patches, concurrency=runs.CONCURRENCY)  # back to all running, unmeasured
+        limit.send_unmeasured(b.kubeconfig, patches, concurrency=runs.CONCURRENCY)  # all running again
     return rec.results
 
 
@@ -157,20 +159,28 @@ def peer_restores_excluded(b: Bench, n: int) -> dict[str, Any]:
             "still_at_zero": len(still_down), "restores": not still_down}
 
 
+#: what the family's policy reads: the kinds a policy freezes when it leaves spec.kinds out (the default_kinds
+#: setting, as the bench runs nsscaler), as (API version, resource)
+FAMILY_KINDS = tuple((BUILTIN[k].api_version, BUILTIN[k].plural)
+                     for k in Settings.model_fields["default_kinds"].default)
+
+
 def cluster_wide_list(client: pykube.HTTPClient) -> dict[str, Any]:
-    """One paginated LIST of every Deployment of the cluster, nsscaler's page size: the cost a run pays
-    when it lists cluster-wide."""
-    params: dict[str, str | int] = {"limit": PAGE}
+    """One paginated LIST, cluster-wide, of every object of the kinds the family's policy freezes, nsscaler's
+    page size: what reading the family costs a tool that lists the whole cluster."""
     pages = 0
     started = time.perf_counter()
-    while True:
-        resp = client.get(version="apps/v1", url="deployments", params=params)
-        resp.raise_for_status()
-        pages += 1
-        cont = resp.json()["metadata"].get("continue")
-        if not cont:
-            return {"seconds": time.perf_counter() - started, "requests": {"list": pages}}
-        params["continue"] = cont
+    for version, resource in FAMILY_KINDS:
+        params: dict[str, str | int] = {"limit": PAGE}
+        while True:
+            resp = client.get(version=version, url=resource, params=params)
+            resp.raise_for_status()
+            pages += 1
+            cont = resp.json()["metadata"].get("continue")
+            if not cont:
+                break
+            params["continue"] = cont
+    return {"seconds": time.perf_counter() - started, "requests": {"list": pages}}
 
 
 def family(b: Bench, *, size: int, cluster_size: int) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import os
 import socket
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ import pykube
 import requests
 from pykube.http import KubernetesHTTPAdapter
 
-from job.cluster import answers, kubeconfig
+from job.cluster import answers, kubeconfig, wire
 from job.errors import ApiError, Conflict, StartupError
 from job.model.marks import FIELD_MANAGER
 from job.model.settings import Settings
@@ -200,7 +200,9 @@ class Kube:
 
     def _send_once(self, verb: str, method: str, **kwargs: Any) -> requests.Response:
         self.requests.add(verb)
-        resp: requests.Response = self.api.request(method, **kwargs)
+        lean: Callable[[], requests.PreparedRequest] | None = kwargs.pop("lean", None)
+        resp: requests.Response = (self.api.request(method, **kwargs) if lean is None else
+                                   self.api.session.send(lean(), timeout=self.api.timeout))
         if resp.status_code == 429:
             self.requests.add_throttled()
         if resp.status_code in _RETRY_STATUSES:
@@ -344,10 +346,12 @@ class Kube:
               dry_run: bool) -> None:
         """A merge patch (`namespace` None: a cluster-scoped object); `body` carries metadata.resourceVersion, so a
         concurrent change gives Conflict. The response (the whole object) is not parsed: nothing needs it, and a
-        large freeze sends thousands."""
-        where: dict[str, Any] = {"namespace": namespace} if namespace else {}
-        self._send("patch", "PATCH", version=version, url=f"{plural}/{name}", json=body, headers=_MERGE_PATCH,
-                   params=self._write_params(dry_run), parse=False, **where)
+        large freeze sends thousands, each prepared lean (`job.cluster.wire`)."""
+        url = self.server + wire.path(version=version, plural=plural, name=name, namespace=namespace)
+        # prepared again for each attempt, as pykube would: its adapter sets the credentials on each one
+        self._send("patch", "PATCH", parse=False, lean=lambda: wire.prepared(
+            self.api.session, method="PATCH", url=url, params=self._write_params(dry_run), headers=_MERGE_PATCH,
+            body=body))
 
     def json_patch(self, *, version: str, plural: str, namespace: str, name: str,
                    operations: list[dict[str, Any]], timeout: float | None = None) -> None:
