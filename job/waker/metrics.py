@@ -24,7 +24,7 @@ READY_BUCKETS = (5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0, 6
 WAKE_SOURCES = ("request", "click", "person")
 
 # A `_created` series per counter doubles what is scraped and no alert or panel reads it.
-prometheus_client.disable_created_metrics()
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
 @dataclass
