@@ -1,6 +1,9 @@
 # nsscaler — `make help` lists every target.
 SHELL := /bin/bash
-PYTHON ?= python3
+#: Debian's python3.11, at the Dockerfile's pinned package version (`make python`): the suite runs on the interpreter
+#: the image ships
+PYTHON ?= /usr/bin/python3.11
+PYTHON_DEBIAN_VERSION := $(shell sed -n 's/^ARG PYTHON_DEBIAN_VERSION=//p' Dockerfile)
 VENV := .venv
 BIN := $(VENV)/bin
 KUBECONFIG_LOCAL := $(CURDIR)/.cluster/kubeconfig
@@ -22,11 +25,28 @@ help: ## list the targets
 
 # .venv holds requirements-dev.lock and nothing else (the runtime pins are the image's: what is tested is what ships),
 # plus nsscaler itself; a changed lock rebuilds it from scratch. No resolver runs: every package is pinned and hashed.
-$(BIN)/.installed: pyproject.toml requirements-dev.lock
+$(BIN)/.installed: pyproject.toml requirements-dev.lock $(VENV).python
+	@$(PYTHON) -c 'import sys; sys.exit(sys.base_prefix != "/usr")' || { echo "$(PYTHON) is not Debian's python3.11: run \`make python\` (as root) first, or set PYTHON= to it" >&2; exit 2; }
 	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements-dev.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
+
+# The interpreter .venv is made from, rewritten only when it changes: another interpreter rebuilds .venv.
+$(VENV).python: FORCE
+	@v="$$($(PYTHON) -c 'import sys; print(sys.executable, sys.version)' 2>/dev/null)"; \
+	[ -n "$$v" ] || { echo "no $(PYTHON): run \`make python\` (as root) to install Debian's python3.11 $(PYTHON_DEBIAN_VERSION)" >&2; exit 2; }; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+
+.PHONY: FORCE
+FORCE:
+
+python: ## (root) install Debian's python3.11 at the Dockerfile's pinned version, the interpreter .venv and the image share
+	@pkgs="python3.11 python3.11-minimal libpython3.11-stdlib libpython3.11-minimal python3.11-venv"; \
+	if [ "$$(dpkg-query -W -f='$${Version} ' $$pkgs 2>/dev/null)" = "$$(for p in $$pkgs; do printf '%s ' '$(PYTHON_DEBIAN_VERSION)'; done)" ]; then \
+		echo "python3.11 $(PYTHON_DEBIAN_VERSION) present"; else \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --allow-downgrades \
+		$$(for p in $$pkgs; do printf '%s=%s ' $$p '$(PYTHON_DEBIAN_VERSION)'; done); fi
 
 install: $(BIN)/.installed ## create .venv from requirements-dev.lock: nsscaler, its test and lint tools (kubectl, hadolint)
 

@@ -1,8 +1,9 @@
 """The node's container images, built here without any registry: nothing is ever pulled.
 
-- a Python base image from Debian packages (mmdebstrap), tagged as the Dockerfile's `FROM`, so the project's own
-  Dockerfile builds unchanged with `buildah bud` (its `RUN pip` fetches the locked files from the package index, as
-  with Docker, and checks their hashes);
+- Debian's slim base from Debian's packages (mmdebstrap, variant minbase: no Python in it), tagged as the
+  Dockerfile's `FROM`, so the project's own Dockerfile builds unchanged with `buildah bud`: its `RUN apt-get` installs
+  the same pinned python3.11 packages the shipped image gets, and its `RUN pip` fetches the locked files from the
+  package index, as with Docker, and checks their hashes;
 - nsscaler's image, from that Dockerfile; its SBOM is copied out of the image next to its archive
   (`nsscaler-<version>-<digest>.cdx.json`);
 - a workload image: Debian's static busybox, for Deployments and StatefulSets whose Pods really run;
@@ -31,8 +32,6 @@ from pathlib import Path
 from devtools.cluster import build, versions
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Debian packages of the base image: what the Dockerfile's stages use (`python -m pip`, `python -m venv`)
-BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates")
 SUITE = "bookworm"
 PAUSE_IMAGE = f"localhost/nsscaler/pause:{versions.PAUSE_VERSION}"
 #: what the project image is built from: a change to any of these builds it again
@@ -94,12 +93,11 @@ def _build_base(log: Path) -> None:
     name = dockerfile_base()
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         rootfs = Path(tmp) / "rootfs.tar"
-        _progress(f"mmdebstrap {SUITE} with {', '.join(BASE_PACKAGES)} (from this host's apt sources)")
+        _progress(f"mmdebstrap {SUITE}, minbase (from this host's apt sources)")
         sources = [str(p) for p in sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))]
         sources += [p for p in ["/etc/apt/sources.list"] if Path(p).is_file() and Path(p).read_text().strip()]
         with log.open("a") as out:
             subprocess.run(["mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
-                            f"--include={','.join(BASE_PACKAGES)}",
                             "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
                             "--dpkgopt=path-exclude=/usr/share/locale/*", *_trust_hooks(), SUITE, str(rootfs),
                             *sources],
@@ -108,20 +106,22 @@ def _build_base(log: Path) -> None:
         try:
             _buildah("add", ctr, str(rootfs), "/", log=log)
             _buildah("config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                     "--env", "LANG=C.UTF-8", "--cmd", "python3", ctr, log=log)
+                     "--env", "LANG=C.UTF-8", "--cmd", "bash", ctr, log=log)
             _buildah("commit", "--quiet", ctr, name, log=log)
         finally:
             _buildah("rm", ctr, log=log)
 
 
 def _trust_hooks() -> list[str]:
-    """The base image trusts the certificate authorities this host added locally (as a company's base image
-    would): `RUN pip` then reaches the package index through whatever TLS inspection the host's network does."""
+    """The base image carries the certificate authorities this host added locally (as a company's base image
+    would), where Debian's ca-certificates looks for them: when the Dockerfile installs that package, its own
+    `update-ca-certificates` adds them, and `RUN pip` reaches the package index through whatever TLS inspection the
+    host's network does. Nothing else differs from Debian's slim base."""
     local = Path("/usr/local/share/ca-certificates")
     if not any(local.glob("*.crt")):
         return []
-    return [f"--customize-hook=copy-in {' '.join(str(p) for p in sorted(local.glob('*.crt')))} {local}",
-            '--customize-hook=chroot "$1" update-ca-certificates --fresh']
+    return [f'--customize-hook=mkdir -p "$1{local}"',
+            f"--customize-hook=copy-in {' '.join(str(p) for p in sorted(local.glob('*.crt')))} {local}"]
 
 
 def upstream_version(debian_version: str) -> str:

@@ -10,16 +10,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+import sysconfig
 import time
 from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
 
-from devtools.cluster import images
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane, images
 from job import __version__
 from tests import sboms
 from tests.conftest import ROOT
+from tests.node.conftest import kubectl_out
 from tools import lock
 
 pytestmark = pytest.mark.node
@@ -64,3 +69,34 @@ def test_two_builds_of_the_image_hold_the_lock_and_nothing_else(tmp_path: Path, 
     assert (bom["metadata"]["component"]["name"], bom["metadata"]["component"]["version"]) == ("nsscaler", __version__)
     figures.append(f"image built twice from scratch in {seconds[0]:.0f} s and {seconds[1]:.0f} s: the same "
                    f"{len(pinned)} locked packages + nsscaler {__version__}, SBOM {len(first.sbom)} bytes, identical")
+
+
+@pytest.mark.usefixtures("installed")
+def test_the_image_on_the_node_runs_the_python_the_suite_runs_on(
+        control_plane: controlplane.ControlPlane, api: AdminApi, figures: list[str]) -> None:
+    """The image the node tier runs is the shipped Dockerfile's (Debian's slim base, Debian's python3.11 at the
+    Dockerfile's pinned package version), and the unit and integration tiers run on that very interpreter: the
+    version string Python prints (release, build date, compiler) is the same inside the container on the node and
+    in `.venv`, which runs this test."""
+    namespace = f"py-{time.monotonic_ns() % 10**9}"
+    api.create(builders.namespace(namespace))
+    probe = ("import json, sys, sysconfig; "
+             "print(json.dumps({'version': sys.version, 'prefix': sys.base_prefix, "
+             "'multiarch': sysconfig.get_config_var('MULTIARCH')}))")
+    pod = builders.pod(namespace, "python")
+    pod["spec"] = {"restartPolicy": "Never", "containers": [{
+        "name": "python", "image": images.project_image(), "imagePullPolicy": "Never",
+        "command": ["python", "-c", probe],
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                            "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}}]}
+    try:
+        api.create(pod)
+        wait_until(lambda: api.get("Pod", "python", namespace).get("status", {}).get("phase") == "Succeeded",
+                   timeout=120, what="the image's Python to print its version on the node")
+        inside = json.loads(kubectl_out(control_plane, "-n", namespace, "logs", "python"))
+    finally:
+        api.delete("Namespace", namespace)
+    here = {"version": sys.version, "prefix": sys.base_prefix, "multiarch": sysconfig.get_config_var("MULTIARCH")}
+    figures.append(f"Python in the image on the node: {inside['version']!r}; in .venv: {here['version']!r}")
+    assert inside == here, f"the image runs {inside}, the suite {here}"
+    assert here["prefix"] == "/usr", "`.venv` must be made from Debian's python3.11 (`make python`), not another build"
