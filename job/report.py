@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import IO, Any, TextIO
 
+from job import __version__
 from job.decide import figures
 from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
@@ -61,6 +62,7 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
     seconds = ((report.finished or report.started) - report.started).total_seconds()
     fields: dict[str, Any] = {
         "event": "summary",
+        "version": __version__,
         "policies": len(report.policies),
         "invalid": sum(1 for p in report.policies if p.invalid),
         "frozen": report.count("applied", Verb.FREEZE),
@@ -83,9 +85,9 @@ def summary(report: RunReport) -> tuple[str, dict[str, Any]]:
         return (f"run wrote nothing: another run holds the run Lease ({report.lease_held_by}) and still did when "
                 f"this run's wait ended; statuses and Events left as that run writes them; requests: "
                 f"{requests or 'none'}; exit {report.exit_code}"), fields
-    text = (f"run finished: {fields['policies']} policies ({fields['invalid']} invalid), froze {fields['frozen']}, "
-            f"restored {fields['restored']}, dry-run {fields['planned']}, failed {fields['failed']} in "
-            f"{seconds:.2f}s; requests: {requests or 'none'}"
+    text = (f"nsscaler {__version__} run finished: {fields['policies']} policies ({fields['invalid']} invalid), "
+            f"froze {fields['frozen']}, restored {fields['restored']}, dry-run {fields['planned']}, "
+            f"failed {fields['failed']} in {seconds:.2f}s; requests: {requests or 'none'}"
             + (f" ({report.throttled} throttled, retried)" if report.throttled else "")
             + (f"; deferred {fields['deferred']} to the next run (soft deadline)" if fields["deferred"] else "")
             + f"; exit {report.exit_code}")

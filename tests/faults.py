@@ -62,6 +62,8 @@ class FaultProxy:
         self.after_forward = after_forward
         self.rewrite = rewrite
         self.injected: Counter[str] = Counter()
+        #: each User-Agent the clients sent, with how many requests carried it
+        self.agents: Counter[str] = Counter()
         self.forwarded = 0
         #: connections the clients opened (each costs a TLS handshake on both sides)
         self.connections = 0
@@ -120,6 +122,8 @@ class FaultProxy:
                     proxy._track(-1)
 
             def _proxy(self) -> None:
+                with proxy._lock:
+                    proxy.agents[self.headers.get("User-Agent", "")] += 1
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 fault = proxy._choose()

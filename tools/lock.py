@@ -1,8 +1,8 @@
 """The lock files: compiled from pyproject.toml's ranges by `make lock`, checked for staleness by `make lint`.
 
 Three locks, each installable with `pip install --require-hashes --no-deps -r` and universal (any platform,
-CPython >= requires-python), so the same file serves the image (Debian's python3.11 on Debian's slim base, the node tier's
-image built from the same Dockerfile) and `.venv` (the same Debian python3.11, `make python`):
+CPython >= requires-python), so the same file serves the image (Debian's python3.11 on Debian's slim
+base, the node tier's image built from the same Dockerfile) and `.venv` (the same Debian python3.11, `make python`):
 
 - `requirements.lock`: the runtime dependencies, exactly what the image's venv holds besides nsscaler itself;
 - `requirements-build.lock`: pyproject's `[build-system] requires`, what the wheel is built with;

@@ -27,6 +27,7 @@ import pykube
 import requests
 from pykube.http import KubernetesHTTPAdapter
 
+from job import __version__
 from job.cluster import answers, kubeconfig, wire
 from job.errors import ApiError, Conflict, StartupError
 from job.model.marks import FIELD_MANAGER
@@ -146,7 +147,7 @@ class Kube:
         self.config = config or _load_config(settings)
         adapter = KubernetesHTTPAdapter(self.config, pool_maxsize=max(10, settings.concurrency + 2))
         self.api = pykube.HTTPClient(self.config, timeout=settings.request_timeout, http_adapter=adapter)
-        self.api.session.headers["User-Agent"] = "nsscaler"
+        self.api.session.headers["User-Agent"] = f"nsscaler/{__version__}"  # field manager: the part before "/"
         _settle_environment(self.api.session, server=self.server)
         self.requests = RequestCounter()
 
@@ -160,7 +161,7 @@ class Kube:
         settings = Settings.model_construct(kubeconfig=kubeconfig, context=context, retry_attempts=1,
                                             retry_budget=PERSON_TIMEOUT, request_timeout=PERSON_TIMEOUT)
         kube = cls(settings, config=_load_config(settings, in_pod=False))
-        kube.api.session.headers["User-Agent"] = "kubectl-nsscaler"  # the Wakes it creates are the person's
+        kube.api.session.headers["User-Agent"] = f"kubectl-nsscaler/{__version__}"  # the person's Wakes
         return kube
 
     def _retrying(self) -> tenacity.Retrying:
