@@ -9,7 +9,13 @@ import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
-from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_ORIGINAL_REPLICAS,
+    ANNOTATION_SCALED_BY,
+    FIELD_MANAGER,
+    LABEL_SCALED,
+)
 from tests.conftest import ROOT, make_family
 from tests.faults import FaultProxy
 from tests.invariants import one_write_each
@@ -161,13 +167,20 @@ def test_overlapping_policies_active_wins_and_status_says_by_whom(api: AdminApi,
 
 
 def test_exclusion_annotation_is_respected(api: AdminApi, run_job, prefix):
+    """The annotation read from a real object: the excluded Deployment is never written to (nsscaler's field
+    manager is not among its writers), while the same run freezes its neighbour in the same namespace."""
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
-    api.create(builders.deployment(ns, "keep", 2, annotations={"nsscaler.wubw.fun/exclude": "true"}))
+    api.create(builders.deployment(ns, "keep", 2, annotations={ANNOTATION_EXCLUDE: "true"}))
+    api.create(builders.deployment(ns, "web", 3))
     api.create(builders.nsscaler(f"{prefix}p", prefix, []))
     assert run_job().exit_code == 0
-    assert api.replicas("Deployment", ns, "keep") == 2
-    assert api.status(f"{prefix}p")["counts"]["excluded"] == 1
+    keep = api.get("Deployment", "keep", ns)
+    assert keep["spec"]["replicas"] == 2 and record(keep) == {ANNOTATION_EXCLUDE: "true"}
+    assert FIELD_MANAGER not in {m.get("manager") for m in keep["metadata"]["managedFields"]}
+    assert api.replicas("Deployment", ns, "web") == 0  # the run did act in that namespace
+    counts = api.status(f"{prefix}p")["counts"]
+    assert (counts["excluded"], counts["frozen"]) == (1, 1)
 
 
 @pytest.mark.versions
