@@ -258,8 +258,8 @@ def test_api_server_restart_mid_run(api, control_plane, prefix, admin_token, tmp
     request after that reaches the proxy (with one worker: that PATCH, tried a third time, or a renewal of the run
     Lease). The run retries through the restart and finishes: exit 0, every Deployment frozen with its record in
     this same run, its retries in its log. The restart's length is measured from the server going away to it
-    answering again (at least 1 s: a stop and a start; 3.2 to 4.2 s in three runs here). A run that gave up instead (no retry on a
-    refused connection, fewer attempts) fails here."""
+    answering again (at least 1 s: a stop and a start; 3.2 to 4.2 s in three runs here). A run that gave up
+    instead (no retry on a refused connection, fewer attempts) fails here."""
     originals = family(api, prefix, 40, per_namespace=2, seed=9)
     api.create(builders.nsscaler(f"{prefix}p", prefix + "n", []))
     cmd = [NSSCALER, "--kubeconfig", str(control_plane.admin_kubeconfig), "--concurrency", "1",
