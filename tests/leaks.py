@@ -10,6 +10,7 @@ session or module fixture installs once and keeps (the CRDs, the shipped overlay
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,8 @@ CLUSTER_SCOPED: tuple[tuple[str, str], ...] = (
 OWN_WHATEVER_THE_NAME = ("namespaces", "nsscalers")
 #: the namespace the shipped overlay installs into: applied once by the fixtures that install it, and kept
 SHARED_NAMESPACES = frozenset({"nsscaler"})
+#: a name made with a test's prefix (`tests.conftest.prefix`)
+PREFIXED = re.compile(r"t[0-9a-f]{6}-")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ def left_behind(api: AdminApi, *, prefix: str, before: frozenset[str]) -> list[S
     def the_tests(seen: Seen) -> bool:
         if seen.name.startswith(prefix):
             return True
+        if PREFIXED.match(seen.name):  # another test's, in a session sharing this control plane (`make cluster-up`)
+            return False
         new = str(seen) not in before and seen.plural in OWN_WHATEVER_THE_NAME
         return new and not (seen.plural == "namespaces" and seen.name in SHARED_NAMESPACES)
     return [seen for seen in listed(api) if not seen.going and the_tests(seen)]
