@@ -44,17 +44,20 @@ def _resource_version(api: AdminApi, path: str) -> str:
     return str(resp.json()["metadata"]["resourceVersion"])
 
 
-def stored_since(api: AdminApi, path: str, resource_version: str) -> list[dict[str, Any]]:
-    """Every state the API server stored of `path`'s objects after `resource_version`, oldest first: a watch
-    from there replays each write, so two writes show as two states even when the second undoes the first."""
-    resp = api.http.get(f"{api.plane.server}{path}", timeout=60, stream=True, params={
-        "watch": "1", "resourceVersion": resource_version, "timeoutSeconds": "1"})
+def stored_since(api: AdminApi, url: str, resource_version: str, **params: str) -> list[dict[str, Any]]:
+    """Every state the API server stored of the objects listed at `url` (narrowed by `params`, e.g. a
+    fieldSelector) after `resource_version`, oldest first: a real watch from there replays each write, so two
+    writes show as two states even when the second undoes the first."""
+    resp = api.http.get(url, timeout=60, stream=True, params={
+        "watch": "1", "resourceVersion": resource_version, "timeoutSeconds": "2", **params})
     resp.raise_for_status()
     states = []
     for line in resp.iter_lines():
+        if not line:
+            continue
         event = json.loads(line)
         if event["type"] == "ERROR":
-            raise AssertionError(f"watching {path} from {resource_version}: {event['object']}")
+            raise AssertionError(f"watching {url} from {resource_version}: {event['object']}")
         states.append(event["object"])
     return states
 
@@ -70,7 +73,7 @@ def one_write_each(api: AdminApi, prefix: str, ran: set[tuple[str, str]]) -> Ite
     seen: list[dict[str, Any]] = []
     yield seen
     for path, resource_version in since.items():
-        seen += [obj for obj in stored_since(api, path, resource_version)
+        seen += [obj for obj in stored_since(api, f"{api.plane.server}{path}", resource_version)
                  if obj["metadata"]["namespace"].startswith(prefix)]
     apart = []
     for obj in seen:
