@@ -26,7 +26,7 @@ from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane, tools, versions
 from devtools.cluster.__main__ import running
 from job.cli import main
-from tests import schema_fuzz
+from tests import leaks, schema_fuzz
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "kustomize" / "base"
@@ -118,8 +118,11 @@ def wake_admission(api: AdminApi, control_plane: controlplane.ControlPlane, crd:
 @pytest.fixture
 def prefix(api: AdminApi) -> Iterator[str]:
     """A namespace-family prefix no other test uses; its namespaces and NSScalers go away afterwards. A removal
-    that fails fails the test (an error in its teardown): a leak is never hidden, nor left for the next test."""
+    that fails fails the test (an error in its teardown), and so does anything else the test left behind
+    (`tests.leaks`: a cluster-scoped object named with the prefix, a new NSScaler or Namespace nobody deletes):
+    a leak is never hidden, nor left for the next test."""
     value = f"t{uuid.uuid4().hex[:6]}-"
+    before = leaks.before_the_test(api)
     yield value
     if api.crd_established():
         for obj in api.list("NSScaler"):
@@ -128,6 +131,9 @@ def prefix(api: AdminApi) -> Iterator[str]:
     for ns in api.list("Namespace"):
         if ns["metadata"]["name"].startswith(value):
             api.delete("Namespace", ns["metadata"]["name"])
+    leaked = leaks.left_behind(api, prefix=value, before=before)
+    leaks.remove(api, leaked)
+    assert not leaked, f"the test left behind what it made, removed now: {', '.join(map(str, leaked))}"
 
 
 @pytest.fixture

@@ -243,8 +243,8 @@ def test_image_install_path_builds_a_wheel_that_runs(api, control_plane, tmp_pat
     """What the Dockerfile does, without Docker: build the wheel with the locked build backend (.venv's, from the
     same pins), install requirements.lock (hashes checked, nothing resolved) and then the wheel alone into a fresh
     venv, run it: a dry run plans the freeze of this test's own family and changes nothing. Every test removes
-    what it made (the `prefix` fixture fails a test whose objects cannot be removed), so the run serves every
-    policy: exit 0, and anything else names the policies it found."""
+    what it made (the `prefix` fixture fails a test whose objects cannot be removed, or that left any behind:
+    `tests.leaks`), so the run serves every policy: exit 0, and anything else names the policies it found."""
     api.create(builders.namespace(prefix + "a"))
     api.create(builders.deployment(prefix + "a", "web", 2))
     api.create(builders.nsscaler(f"{prefix}p", prefix, []))

@@ -224,7 +224,9 @@ def test_malformed_record_is_not_restored_and_is_reported(api: AdminApi, run_job
 
 
 def test_no_token_in_any_log_line_or_report(api, run_job, prefix, service_account, control_plane, tmp_path):
-    _, kubeconfig = service_account
+    """Debug-level runs with one token: refused by RBAC, rejected by the server (the token altered), then allowed
+    everything, doing their work (a freeze, then its restore): the token is in none of their lines."""
+    ns, kubeconfig = service_account
     token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
     for args in (("--log-level", "debug"), ("--log-level", "debug", "--log-format", "json")):
         result = run_job(*args, kubeconfig=kubeconfig)  # refused by RBAC: the error path logs too
@@ -234,3 +236,34 @@ def test_no_token_in_any_log_line_or_report(api, run_job, prefix, service_accoun
     assert result.exit_code == 2 and f"rejected the credentials (401): {RENEW_CREDENTIALS}" in result.stderr
     assert "kubeconfig" in RENEW_CREDENTIALS and "ServiceAccount" in RENEW_CREDENTIALS  # either kind of credentials
     assert token[:-4] not in result.stderr
+
+    make_family(api, prefix, {"v1": {"d-web": 2}})
+    api.create(builders.nsscaler(f"{prefix}p", prefix, []))
+    binding = f"{prefix}job-admin"
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": binding},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": "job", "namespace": ns}]})
+    try:
+        wait_until(lambda: allowed(api, f"system:serviceaccount:{ns}:job", "patch", "deployments"),
+                   what="the binding to take effect")
+        for args, size in ((("--log-level", "debug"), 0), (("--log-level", "debug", "--log-format", "json"), 2)):
+            worked = run_job(*args, kubeconfig=kubeconfig)
+            assert worked.exit_code == 0 and api.replicas("Deployment", prefix + "v1", "d-web") == size, \
+                worked.stderr[-3000:]
+            assert "DEBUG" in worked.stderr.upper(), worked.stderr[-3000:]  # a debug-level run, as asked
+            in_log, in_report = token in worked.stderr, token in str(worked.report)  # never print it: compare here
+            assert not in_log and not in_report, f"the token is in the {'log' if in_log else 'report'} ({args})"
+            api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1"]}})  # next: restore
+    finally:
+        api.delete("ClusterRoleBinding", binding)
+
+
+def allowed(api: AdminApi, user: str, verb: str, resource: str) -> bool:
+    """Whether the API server's authorizer lets `user` do `verb` on `resource` (apps) in any namespace."""
+    review = api.http.post(f"{api.plane.server}/apis/authorization.k8s.io/v1/subjectaccessreviews", timeout=30,
+                           json={"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                 "spec": {"user": user, "resourceAttributes": {
+                                     "group": "apps", "resource": resource, "verb": verb}}})
+    review.raise_for_status()
+    return bool(review.json()["status"].get("allowed"))

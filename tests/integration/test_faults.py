@@ -66,8 +66,8 @@ def test_flaky_api_loses_nothing_and_next_run_converges(api, control_plane, run_
     flags = ["--retry-budget", "20", "--retry-attempts", "10", "--request-timeout", "5"]
     with FaultProxy(control_plane, fraction=0.2, seed=11) as proxy:
         flaky = run_job(*flags, kubeconfig=proxy.kubeconfig(tmp_path / "flaky", admin_token))
-    assert sum(proxy.injected.values()) >= 10, proxy.injected
     retried_through(flaky, proxy.injected)
+    assert sum(proxy.injected.values()) >= 10, proxy.injected
     assert_nothing_lost(api, prefix + "n", originals)
     assert snapshot(api, prefix + "n") == frozen(originals)
     assert run_job().exit_code == 0
@@ -135,7 +135,7 @@ def test_two_concurrent_runs_and_a_manual_scale_lose_nothing(api, control_plane,
                 for _ in range(2)]
         codes = [r.wait(timeout=120) for r in runs]
     assert scaled.is_set(), "the runs made fewer than 10 Deployment PATCHes"
-    assert all(code in (0, 1) for code in codes), [r.stderr.read() for r in runs if r.stderr]
+    assert codes == [0, 0], (codes, [r.stderr.read() for r in runs if r.stderr])
     # The manual scale may land before or after the freeze of n24/d0; either is legitimate, a lost count is not.
     state = snapshot(api, prefix + "n")
     manual = state.pop((f"{prefix}n24", "d0"))
@@ -255,9 +255,11 @@ class Outage:
 @pytest.mark.slow
 def test_api_server_restart_mid_run(api, control_plane, prefix, admin_token, tmp_path):
     """The API server goes away at the run's 20th Deployment PATCH and is started again only when the run's third
-    request after that reaches the proxy (with one worker: that PATCH, tried a third time). The run retries through
-    the restart and finishes: exit 0, every Deployment frozen with its record in this same run, its retries in its
-    log. A run that gave up instead (no retry on a refused connection, fewer attempts) fails here."""
+    request after that reaches the proxy (with one worker: that PATCH, tried a third time, or a renewal of the run
+    Lease). The run retries through the restart and finishes: exit 0, every Deployment frozen with its record in
+    this same run, its retries in its log. The restart's length is measured from the server going away to it
+    answering again (at least 1 s: a stop and a start; 3.2 to 4.2 s in three runs here). A run that gave up
+    instead (no retry on a refused connection, fewer attempts) fails here."""
     originals = family(api, prefix, 40, per_namespace=2, seed=9)
     api.create(builders.nsscaler(f"{prefix}p", prefix + "n", []))
     cmd = [NSSCALER, "--kubeconfig", str(control_plane.admin_kubeconfig), "--concurrency", "1",
@@ -278,6 +280,8 @@ def test_api_server_restart_mid_run(api, control_plane, prefix, admin_token, tmp
           f"found no server, {retries} retries logged; exit {code}")
     assert code == 0, stderr[-3000:]
     assert retries >= outage.refused, stderr[-3000:]
+    assert stderr.count("API request failed, retrying in") >= 1, stderr[-3000:]  # the write it met, sent again
+    assert outage.seconds >= 1.0, outage.seconds  # a restart (a server stopped, then started), not a blip
     assert snapshot(api, prefix + "n") == frozen(originals)  # this run did it all, through the restart
     assert_nothing_lost(api, prefix + "n", originals)
 

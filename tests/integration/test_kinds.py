@@ -3,7 +3,6 @@ scalable custom resources (test CRDs), KEDA ScaledObjects (the CRD only) and the
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from job.model.marks import (
 )
 from tests import crds
 from tests.faults import FaultProxy, KillAt
+from tests.invariants import stored_since
 
 NSSCALER = str(Path(sys.executable).parent / "nsscaler")
 POOL, FLEET = "Pool.test.nsscaler.io", "Fleet.test.nsscaler.io"
@@ -44,10 +44,7 @@ def ours(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 def writes_since(api: AdminApi, kind: str, ns: str, name: str, rv: str) -> list[dict[str, Any]]:
     """Every version of one object written after `rv`, replayed by a real watch: how many writes it took."""
-    resp = api.http.get(api.url(kind, ns), params={"watch": "1", "resourceVersion": rv, "timeoutSeconds": "2",
-                                                   "fieldSelector": f"metadata.name={name}"}, stream=True, timeout=15)
-    resp.raise_for_status()
-    return [json.loads(line)["object"] for line in resp.iter_lines() if line]
+    return stored_since(api, api.url(kind, ns), rv, fieldSelector=f"metadata.name={name}")
 
 
 def job_pods(api: AdminApi, ns: str, name: str) -> list[dict[str, Any]]:

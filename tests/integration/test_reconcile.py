@@ -9,9 +9,16 @@ import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
-from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_ORIGINAL_REPLICAS,
+    ANNOTATION_SCALED_BY,
+    FIELD_MANAGER,
+    LABEL_SCALED,
+)
 from tests.conftest import ROOT, make_family
 from tests.faults import FaultProxy
+from tests.invariants import one_write_each
 
 FAMILY = {
     "v1": {"d-web": 3, "s-db": 1},
@@ -58,11 +65,15 @@ def test_original_operator_sample_works_unchanged(api: AdminApi, run_job, prefix
 
 @pytest.mark.versions
 def test_family_freeze_switch_and_delete_restore_exact_counts(api: AdminApi, run_job, prefix):
+    """Each run's every stored state of the family's workloads is replayed (`one_write_each`): a count is never
+    at 0 without its record, nor back up with it."""
     make_family(api, prefix, FAMILY)
     name = f"{prefix}release"
     api.create(builders.nsscaler(name, prefix, ["v3"]))
+    ran = {(prefix + suffix, workload) for suffix, made in FAMILY.items() for workload, n in made.items() if n}
 
-    first = run_job()
+    with one_write_each(api, prefix, ran) as states:
+        first = run_job()
     assert first.exit_code == 0, first.stderr
     assert sizes(api, prefix) == expected({"v3"})
     web = api.get("Deployment", "d-web", prefix + "v1")
@@ -76,19 +87,24 @@ def test_family_freeze_switch_and_delete_restore_exact_counts(api: AdminApi, run
     events = api.list("Event", prefix + "v1", fieldSelector="reason=Frozen")
     assert any(name in e["message"] for e in events)
 
+    frozen_at_once = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in states if o["spec"]["replicas"] == 0}
+    assert frozen_at_once >= ran - {(prefix + "v3", w) for w in FAMILY["v3"]}, states  # the replay saw the freeze
+
     wait_until(lambda: all(not api.pods(prefix + s) for s in ("v1", "v2", "v4", "v5")), what="Pods to go")
     assert run_job().exit_code == 0
     status = api.status(name)
     assert status["done"] is True and status["counts"]["unchanged"] == 7 and status["counts"]["frozen"] == 0
 
     api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v4"]}})
-    assert run_job().exit_code == 0
+    with one_write_each(api, prefix, ran):
+        assert run_job().exit_code == 0
     assert sizes(api, prefix) == expected({"v4"})
     assert record(api.get("Deployment", "d-web", prefix + "v4")) == {}
     assert api.status(name)["observedGeneration"] == 2
 
     api.delete("NSScaler", name)
-    assert run_job().exit_code == 0
+    with one_write_each(api, prefix, ran):
+        assert run_job().exit_code == 0
     assert sizes(api, prefix) == expected(set(FAMILY))
     assert api.list("Deployment", prefix + "v1", labelSelector=LABEL_SCALED + "=true") == []
 
@@ -151,13 +167,20 @@ def test_overlapping_policies_active_wins_and_status_says_by_whom(api: AdminApi,
 
 
 def test_exclusion_annotation_is_respected(api: AdminApi, run_job, prefix):
+    """The annotation read from a real object: the excluded Deployment is never written to (nsscaler's field
+    manager is not among its writers), while the same run freezes its neighbour in the same namespace."""
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
-    api.create(builders.deployment(ns, "keep", 2, annotations={"nsscaler.wubw.fun/exclude": "true"}))
+    api.create(builders.deployment(ns, "keep", 2, annotations={ANNOTATION_EXCLUDE: "true"}))
+    api.create(builders.deployment(ns, "web", 3))
     api.create(builders.nsscaler(f"{prefix}p", prefix, []))
     assert run_job().exit_code == 0
-    assert api.replicas("Deployment", ns, "keep") == 2
-    assert api.status(f"{prefix}p")["counts"]["excluded"] == 1
+    keep = api.get("Deployment", "keep", ns)
+    assert keep["spec"]["replicas"] == 2 and record(keep) == {ANNOTATION_EXCLUDE: "true"}
+    assert FIELD_MANAGER not in {m.get("manager") for m in keep["metadata"]["managedFields"]}
+    assert api.replicas("Deployment", ns, "web") == 0  # the run did act in that namespace
+    counts = api.status(f"{prefix}p")["counts"]
+    assert (counts["excluded"], counts["frozen"]) == (1, 1)
 
 
 @pytest.mark.versions

@@ -13,6 +13,7 @@ import pytest
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_WHEN_SCALED
+from tests.invariants import one_write_each
 
 pytestmark = pytest.mark.usefixtures("crd")
 RETENTION = "persistentVolumeClaimRetentionPolicy"
@@ -46,7 +47,10 @@ def test_a_statefulset_that_deletes_its_claims_on_scale_down_keeps_them_through_
     name = f"{prefix}p"
     api.create(builders.nsscaler(name, prefix + "v", ["2"]))
 
-    assert run_job().exit_code == 0
+    with one_write_each(api, prefix + "v", {(held, "db")}) as states:  # each state the server stored, replayed
+        assert run_job().exit_code == 0
+    at_zero = [s["spec"][RETENTION]["whenScaled"] for s in states if s["spec"]["replicas"] == 0]
+    assert at_zero and set(at_zero) == {"Retain"}, states  # never at 0 while its claims would go with it
     frozen = api.get("StatefulSet", "db", held)
     assert frozen["spec"]["replicas"] == 0 and frozen["spec"][RETENTION]["whenScaled"] == "Retain"
     assert frozen["metadata"]["annotations"][ANNOTATION_ORIGINAL_WHEN_SCALED] == "Delete"
@@ -58,7 +62,8 @@ def test_a_statefulset_that_deletes_its_claims_on_scale_down_keeps_them_through_
     assert claims(api, held) == ["data-db-0", "data-db-1"]
 
     api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["1", "2"]}})
-    assert run_job().exit_code == 0
+    with one_write_each(api, prefix + "v", {(held, "db")}):
+        assert run_job().exit_code == 0
     restored = api.get("StatefulSet", "db", held)
     assert restored["spec"]["replicas"] == 2 and restored["spec"][RETENTION]["whenScaled"] == "Delete"
     assert ANNOTATION_ORIGINAL_WHEN_SCALED not in (restored["metadata"].get("annotations") or {})

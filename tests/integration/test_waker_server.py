@@ -1,7 +1,8 @@
 """The waker against the real control plane: the real `nsscaler-waker` process, as its own ServiceAccount with
 the component's RBAC (least privilege: a forbidden call fails the test), and the real Wake admission (the
 requestedBy the API server accepts is the waker's own user). Requests carry the namespace header as the gateway
-sets it; `tests/e2e/test_wake_on_request.py` sends them through a real gateway, which sets it itself."""
+sets it; `tests/node/test_wake_on_request_on_node.py` sends them through a real gateway (Traefik), which sets it
+itself, and asserts that the waker's `Retry-After` reaches the client through it."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ def test_a_flood_of_requests_makes_one_wake_and_one_run(api: AdminApi, world: tu
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         answers = list(pool.map(lambda i: ask(process, ns, path=f"/item/{i}"), range(200)))
     assert {a.status_code for a in answers} == {503}
+    assert {a.headers.get("Retry-After") for a in answers} == {"5"}  # every client is told when to ask again
     assert all(a.headers["Content-Type"].startswith("application/json") for a in answers)
     assert answers[0].json()["namespace"] == ns and answers[0].json()["retryAfterSeconds"] == 5
     assert len(wakes(api, ns)) == 1
@@ -97,7 +99,8 @@ def test_a_flood_of_requests_makes_one_wake_and_one_run(api: AdminApi, world: tu
 def test_head_and_health_checkers_do_not_wake(api: AdminApi, world: tuple[str, WakerProcess]) -> None:
     prefix, process = world
     ns = prefix + "c"
-    assert ask(process, ns, "HEAD").status_code == 503
+    head = ask(process, ns, "HEAD")
+    assert head.status_code == 503 and head.headers.get("Retry-After") == "5"
     probes = ("kube-probe/1.36", "ELB-HealthChecker/2.0", "GoogleHC/1.0", "Mozilla/5.0+(compatible; UptimeRobot/2.0)")
     for agent in probes:
         assert ask(process, ns, headers={"User-Agent": agent}).status_code == 503
@@ -122,6 +125,7 @@ def test_a_namespace_no_policy_wakes_on_request_is_refused_and_nothing_is_create
     prefix, process = world
     refused = ask(process, prefix + "xno")
     assert refused.status_code == 404 and refused.json()["state"] == "refused"
+    assert "Retry-After" not in refused.headers  # asking again will not help
     assert wakes(api, prefix + "xno") == []
     assert requests.get(process.url + "/", timeout=10).status_code == 400  # no header: not sent by a held route
 

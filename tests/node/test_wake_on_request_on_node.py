@@ -76,7 +76,9 @@ def via(port: int, host: str, method: str = "GET", **headers: str) -> requests.R
 
 
 def from_waker(resp: requests.Response) -> bool:
-    return resp.status_code == 503 and WAKER_HEADER in resp.headers
+    """The waker's answer, as it reaches the client through the gateway: 503, the waker's own header, and its
+    `Retry-After` (the seconds a client waits before it asks again) passed on by Traefik."""
+    return resp.status_code == 503 and WAKER_HEADER in resp.headers and resp.headers.get("Retry-After") == "5"
 
 
 def observed(api: AdminApi) -> dict[str, float]:
@@ -146,7 +148,8 @@ def test_a_held_namespace_s_url_shows_the_waiting_page_wakes_it_and_the_same_bro
         browser.screenshot(ARTIFACTS / "wake-on-request-waiting-page.png")
         # a header a client sends cannot choose another namespace: the gateway sets it
         forged = via(port, host, **{HEADER_NAMESPACE: other, "Accept": "application/json"})
-        assert from_waker(forged) and forged.json()["namespace"] == held, forged.text
+        assert from_waker(forged) and forged.json()["namespace"] == held, (forged.headers, forged.text)
+        assert forged.json()["retryAfterSeconds"] == 5  # the body says what the header says
         assert api.list("Wake", other) == []
         (wake,) = api.list("Wake", held)  # the browser's request and the client's made one Wake
         assert wake["metadata"]["name"] == WAKE_NAME
