@@ -11,10 +11,12 @@ import datetime as dt
 import pytest
 
 from job.decide.actions import Verb
-from job.decide.plan import make_plan, select_from_workloads, sizes_needed
+from job.decide.plan import kinds_in_use, make_plan, select_from_workloads, sizes_needed
 from job.model.activity import Change
 from job.model.autoscalers import SCALED_OBJECTS
+from job.model.kinds import Kind
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_SCALED_BY
+from job.model.policy import InvalidPolicy
 from job.model.wake import Wake
 from tests.unit.factories import namespaces, policy, settings, workload
 
@@ -167,3 +169,11 @@ def test_a_replan_of_workloads_read_once_plans_every_one(given):
     plan = make_plan([policy("p", "shop-")], namespaces=FAMILY, workloads=iter(workloads), settings=run_settings,
                      now=NOW, **{given: found[given]})
     assert sorted(a.workload.name for a in plan.actions if a.verb is Verb.FREEZE) == ["a", "b"]
+
+
+def test_the_kinds_listed_whole_are_those_a_serving_policy_freezes():
+    """A suspended policy freezes nothing and an invalid one is never acted on: their kinds are LISTed only for
+    the records nsscaler left."""
+    policies = [policy("p", "shop-", kinds=["Deployment"]), policy("q", "shop-", kinds=["CronJob"], suspend=True),
+                policy("r", "team-", kinds=["StatefulSet", "Job"]), InvalidPolicy("s", 1, "spec: broken")]
+    assert kinds_in_use(policies) == {Kind.DEPLOYMENT, Kind.STATEFULSET, Kind.JOB}
