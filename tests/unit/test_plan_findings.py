@@ -11,7 +11,7 @@ import datetime as dt
 import pytest
 
 from job.decide.actions import Verb
-from job.decide.plan import kinds_in_use, make_plan, select_from_workloads, sizes_needed
+from job.decide.plan import PolicyPlan, kinds_in_use, make_plan, select_from_workloads, sizes_needed
 from job.model.activity import Change
 from job.model.autoscalers import SCALED_OBJECTS
 from job.model.kinds import Kind
@@ -177,3 +177,20 @@ def test_the_kinds_listed_whole_are_those_a_serving_policy_freezes():
     policies = [policy("p", "shop-", kinds=["Deployment"]), policy("q", "shop-", kinds=["CronJob"], suspend=True),
                 policy("r", "team-", kinds=["StatefulSet", "Job"]), InvalidPolicy("s", 1, "spec: broken")]
     assert kinds_in_use(policies) == {Kind.DEPLOYMENT, Kind.STATEFULSET, Kind.JOB}
+
+
+def test_each_valid_policy_gets_its_findings_with_what_it_left_alone_counted():
+    """Per policy, after an invalid one too: its generation, what it holds and lists, and the workloads it left
+    as they are, counted by why (already frozen, excluded, kept frozen by `restore: false`)."""
+    policies = [InvalidPolicy("a", 3, "spec: broken"), policy("p", "shop-", ["v3"]),
+                policy("q", "team-", restore=False)]
+    workloads = [workload("shop-v1", "frozen", size=0, original="2", scaled_by="p"),
+                 workload("shop-v2", "opted-out", excluded=True),
+                 workload("other", "kept", size=0, original="2", scaled_by="q")]
+    plan = plan_of(policies, workloads)
+    assert plan.actions == [] and plan.problems == []
+    assert plan.policies == {
+        "p": PolicyPlan(name="p", generation=1, held=["shop-v1", "shop-v2"], active=["shop-v3"], unchanged=1,
+                        excluded=1, kept_frozen=0),
+        "q": PolicyPlan(name="q", generation=1, held=[], active=[], unchanged=0, excluded=0, kept_frozen=1),
+    }
