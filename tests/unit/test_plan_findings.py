@@ -194,3 +194,15 @@ def test_each_valid_policy_gets_its_findings_with_what_it_left_alone_counted():
                         excluded=1, kept_frozen=0),
         "q": PolicyPlan(name="q", generation=1, held=[], active=[], unchanged=0, excluded=0, kept_frozen=1),
     }
+
+
+def test_a_change_stamped_in_the_future_makes_no_namespace_the_most_recently_active():
+    """managedFields times can be written by anyone who may update the object: one in 2099 is no activity, so
+    the namespace changed an hour ago is the one kept."""
+    workloads = [dataclasses.replace(workload("shop-v1", "forged"), last_user_change=Change(NOW.replace(year=2099),
+                                                                                          "someone")),
+                 dataclasses.replace(workload("shop-v2"), last_user_change=Change(NOW - HOUR, "helm"))]
+    plan = make_plan([policy("p", "shop-", keep_recent=1)], namespaces=FAMILY, workloads=workloads,
+                     settings=settings(), now=NOW)
+    assert plan.policies["p"].held == ["shop-v1", "shop-v3"]
+    assert [(a.verb, a.workload.name) for a in plan.actions] == [(Verb.FREEZE, "forged")]

@@ -18,6 +18,7 @@ from job.model.marks import (
     ANNOTATION_ORIGINAL_NODE_SELECTOR,
     ANNOTATION_ORIGINAL_REPLICAS,
     ANNOTATION_ORIGINAL_SUSPEND,
+    ANNOTATION_RESTORE_TIER,
     ANNOTATION_SCALED_BY,
     FIELD_MANAGER,
     FROZEN_NODE_LABEL,
@@ -255,3 +256,35 @@ def test_a_namespace_is_read_with_whether_it_is_going(meta, name, terminating):
     found = namespace_from_api({"metadata": {**meta, "creationTimestamp": "2026-11-01T09:00:00Z"}})
     assert (found.name, found.terminating) == (name, terminating)
     assert found.created is not None and found.created.isoformat() == "2026-11-01T09:00:00+00:00"
+
+
+def _entry(manager: str, fields: dict[str, Any], time: str = "2026-12-04T09:00:00Z") -> dict[str, Any]:
+    return {"manager": manager, "operation": "Update", "time": time, "fieldsV1": fields}
+
+
+REPLICAS_FIELD, TEMPLATE_FIELD = {"f:spec": {"f:replicas": {}}}, {"f:spec": {"f:template": {}}}
+
+
+@pytest.mark.parametrize(("annotations", "labels", "managed", "expected"), [
+    pytest.param({}, {}, [], {"replicas_manager": None, "gitops": None, "tier": None, "written_by_nsscaler": None},
+                 id="nothing"),
+    pytest.param({}, {}, [_entry(FIELD_MANAGER, REPLICAS_FIELD, "2026-12-04T08:00:00Z"),
+                          _entry("kubectl", REPLICAS_FIELD, "2026-12-04T09:30:00Z")],
+                 {"replicas_manager": "kubectl", "gitops": None, "tier": None,
+                  "written_by_nsscaler": "2026-12-04T08:00:00Z"}, id="scaled-up-by-hand-after-nsscaler"),
+    pytest.param({}, {}, [_entry(FIELD_MANAGER, REPLICAS_FIELD), _entry("helm", TEMPLATE_FIELD)],
+                 {"replicas_manager": None, "gitops": None, "tier": None,
+                  "written_by_nsscaler": "2026-12-04T09:00:00Z"}, id="only-nsscaler-wrote-the-count"),
+    pytest.param({}, {}, [_entry("kustomize-controller", TEMPLATE_FIELD)],
+                 {"replicas_manager": None, "gitops": "Flux", "tier": None, "written_by_nsscaler": None},
+                 id="written-by-a-gitops-controller"),
+    pytest.param({}, {"kustomize.toolkit.fluxcd.io/name": "shop"}, [],
+                 {"replicas_manager": None, "gitops": "Flux", "tier": None, "written_by_nsscaler": None},
+                 id="labelled-by-a-gitops-tool"),
+    pytest.param({ANNOTATION_RESTORE_TIER: "2"}, {}, [],
+                 {"replicas_manager": None, "gitops": None, "tier": "2", "written_by_nsscaler": None},
+                 id="a-restore-tier-kept-raw"),
+])
+def test_who_wrote_a_workload_and_its_tier_are_read_from_its_metadata(annotations, labels, managed, expected):
+    found = from_api(Kind.DEPLOYMENT, _deployment(annotations, labels=labels, managedFields=managed))
+    assert {key: getattr(found, key) for key in expected} == expected
