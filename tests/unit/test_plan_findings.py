@@ -161,14 +161,27 @@ def test_only_the_workloads_a_decision_needs_are_read_whole():
 def test_a_replan_of_workloads_read_once_plans_every_one(given):
     """A re-plan hands the workloads as an iterator (read once) with part of the run's findings: whatever the
     planner still has to work out from them must not use them up before it judges them."""
-    workloads = [workload("shop-v1", "a"), workload("shop-v2", "b")]
+    workloads = [dataclasses.replace(workload(f"shop-v{n}", name), last_user_change=Change(NOW - n * HOUR, "helm"))
+                 for n, name in ((1, "a"), (2, "b"), (3, "c"))]
+    policies = [policy("p", "shop-", keep_recent=1)]  # ranking activity reads the workloads too
     run_settings = settings()
-    found = {"selection": select_from_workloads([policy("p", "shop-")], namespaces=FAMILY, workloads=workloads,
+    found = {"selection": select_from_workloads(policies, namespaces=FAMILY, workloads=workloads,
                                                 settings=run_settings, now=NOW),
              "excluded_owners": frozenset()}
-    plan = make_plan([policy("p", "shop-")], namespaces=FAMILY, workloads=iter(workloads), settings=run_settings,
-                     now=NOW, **{given: found[given]})
-    assert sorted(a.workload.name for a in plan.actions if a.verb is Verb.FREEZE) == ["a", "b"]
+    plan = make_plan(policies, namespaces=FAMILY, workloads=iter(workloads), settings=run_settings, now=NOW,
+                     **{given: found[given]})
+    assert sorted(a.workload.name for a in plan.actions if a.verb is Verb.FREEZE) == ["b", "c"]
+
+
+def test_a_replan_with_the_selection_of_fewer_policies_reports_the_others_holding_nothing():
+    """A policy the given selection does not know (created since it was made) holds nothing in this plan."""
+    run_settings = settings()
+    earlier = select_from_workloads([policy("p", "shop-")], namespaces=FAMILY, workloads=[], settings=run_settings,
+                                    now=NOW)
+    plan = make_plan([policy("p", "shop-"), policy("q", "shop-", ["v1"])], namespaces=FAMILY, workloads=[],
+                     settings=run_settings, now=NOW, selection=earlier, excluded_owners=frozenset())
+    assert plan.policies["q"] == PolicyPlan(name="q", generation=1)
+    assert plan.policies["p"].held == ["shop-v1", "shop-v2", "shop-v3"]
 
 
 def test_the_kinds_listed_whole_are_those_a_serving_policy_freezes():

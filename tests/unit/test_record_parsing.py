@@ -23,7 +23,7 @@ from job.model.marks import (
     FIELD_MANAGER,
     FROZEN_NODE_LABEL,
 )
-from job.model.workloads import adopt_patch, from_api, namespace_from_api, recorded_from_api
+from job.model.workloads import adopt_patch, freeze_patch, from_api, namespace_from_api, recorded_from_api
 from tests.unit.factories import workload
 
 DEPLOYMENTS, CRONJOBS, DAEMONSETS = BUILTIN[Kind.DEPLOYMENT], BUILTIN[Kind.CRONJOB], BUILTIN[Kind.DAEMONSET]
@@ -288,3 +288,13 @@ REPLICAS_FIELD, TEMPLATE_FIELD = {"f:spec": {"f:replicas": {}}}, {"f:spec": {"f:
 def test_who_wrote_a_workload_and_its_tier_are_read_from_its_metadata(annotations, labels, managed, expected):
     found = from_api(Kind.DEPLOYMENT, _deployment(annotations, labels=labels, managedFields=managed))
     assert {key: getattr(found, key) for key in expected} == expected
+
+
+def test_no_record_is_no_valid_record():
+    assert workload("shop-v1").record_is_valid() is False
+    assert workload("shop-v1", original="3").record_is_valid() is True
+
+
+def test_a_freeze_needs_a_size_or_a_record():
+    with pytest.raises(ValueError, match=r"^deployment/web in shop-v1: freezing needs its size, read only from"):
+        freeze_patch(workload("shop-v1", size=None), policy="p")
