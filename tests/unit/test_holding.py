@@ -18,6 +18,7 @@ from job.model.workloads import Namespace
 from job.plugin.status import holder_words
 from job.waker.actions import door_of
 from job.waker.answer import Door
+from tests.unit.examples import examples
 from tests.unit.factories import policy, settings
 
 NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)  # a Friday noon
@@ -80,7 +81,7 @@ _policies = st.lists(st.builds(
     max_size=3, unique_by=lambda p: p.name)
 
 
-@hyp_settings(max_examples=300, deadline=None)
+@hyp_settings(max_examples=examples(300), deadline=None)
 @given(_policies, st.datetimes(min_value=dt.datetime(2026, 1, 1), max_value=dt.datetime(2027, 12, 31),
                                timezones=st.just(dt.UTC)))
 def test_the_rule_holds_exactly_what_the_run_s_selection_holds(policies, now):

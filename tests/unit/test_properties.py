@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from job.decide.plan import make_plan
 from job.model.kinds import BUILTIN, Kind, ReplicasHandler
+from tests.unit.examples import examples
 from tests.unit.factories import apply_plan, namespaces, policy, settings, workload
 
 #: a scalable custom resource whose replica field is nested, as discovery would build it
@@ -56,7 +57,7 @@ workloads_st = st.lists(
 )
 
 
-@hyp_settings(max_examples=200, deadline=None)
+@hyp_settings(max_examples=examples(200), deadline=None)
 @given(policies_st, workloads_st, st.sets(st.sampled_from(NAMESPACES), max_size=2))
 def test_never_touches_what_it_must_not(policies, workloads, protected):
     # every excluded CronJob has a running Job: the exclusion covers it too
@@ -84,7 +85,7 @@ def test_never_touches_what_it_must_not(policies, workloads, protected):
             assert not any(p.lists_active(w.namespace) for p in policies if not p.spec.suspend)
 
 
-@hyp_settings(max_examples=200, deadline=None)
+@hyp_settings(max_examples=examples(200), deadline=None)
 @given(policies_st, workloads_st)
 def test_plan_then_apply_is_idempotent(policies, workloads):
     after = apply_plan(
@@ -93,7 +94,7 @@ def test_plan_then_apply_is_idempotent(policies, workloads):
     assert make_plan(policies, namespaces=namespaces(*NAMESPACES), workloads=after, settings=settings()).actions == []
 
 
-@hyp_settings(max_examples=200, deadline=None)
+@hyp_settings(max_examples=examples(200), deadline=None)
 @given(policies_st, workloads_st, st.lists(st.integers(0, 9), max_size=25))
 def test_freeze_then_restore_is_identity_even_with_manual_scale_ups(policies, workloads, scale_ups):
     nss = namespaces(*NAMESPACES)

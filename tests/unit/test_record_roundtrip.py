@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from job.model.kinds import Kind
 from job.model.workloads import freeze_patch, from_api, restore_patch
+from tests.unit.examples import examples
 from tests.unit.factories import _merge
 
 _KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz./-", min_size=1, max_size=12).filter(
@@ -45,7 +46,7 @@ def _object(kind: str, spec: dict[str, Any], annotations: dict[str, str], labels
                     "spec": spec})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(1, 50), st.sampled_from([None, "Retain", "Delete"]), st.sampled_from([None, "Retain", "Delete"]),
        _MAPS, _MAPS)
 def test_a_statefulset_comes_back_with_its_retention_policy_exactly(replicas, when_scaled, when_deleted,
@@ -60,7 +61,7 @@ def test_a_statefulset_comes_back_with_its_retention_policy_exactly(replicas, wh
     assert back == original
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(st.none(), _MAPS), _MAPS, _MAPS)
 def test_a_daemonset_comes_back_with_its_node_selector_exactly(selector, annotations, labels):
     pod_spec: dict[str, Any] = {"containers": [{"name": "agent", "image": "agent"}]}

@@ -17,6 +17,7 @@ from job.decide.selection import activity, select_namespaces
 from job.decide.status import REASON_EXPIRED, build_status
 from job.model.activity import Change, last_user_change
 from job.model.workloads import Kind, Namespace, Workload
+from tests.unit.examples import examples
 from tests.unit.factories import apply_plan, policy, settings, workload
 
 NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)  # a Friday noon
@@ -218,7 +219,7 @@ workloads_st = st.lists(
     max_size=15, unique_by=lambda w: w.key)
 
 
-@hyp_settings(max_examples=200, deadline=None)
+@hyp_settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.builds(lambda name, prefix, active, k: policy(name, prefix, active, keep_recent=k),
                           st.sampled_from(["a", "b", "c"]), st.sampled_from(["shop-", "other-"]),
                           st.lists(st.sampled_from(SUFFIXES), unique=True, max_size=3), st.integers(0, 4)),
@@ -250,7 +251,7 @@ def _original_verdicts(policies, namespaces, protected):
     return verdicts
 
 
-@hyp_settings(max_examples=200, deadline=None)
+@hyp_settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.builds(lambda name, prefix, active, suspend: policy(name, prefix, active, suspend=suspend),
                           st.sampled_from(["a", "b", "c"]), st.sampled_from(["shop-", "other-", "kube-"]),
                           st.lists(st.sampled_from([*SUFFIXES, "system", "a"]), unique=True, max_size=3),

@@ -17,6 +17,7 @@ from job.model import policy as policy_api
 from job.model.kinds import Kind
 from job.model.marks import ANNOTATION_RESTORE_TIER
 from job.model.workloads import Workload
+from tests.unit.examples import examples
 from tests.unit.factories import namespaces, policy, workload
 from tests.unit.factories import settings as make_settings
 
@@ -211,7 +212,7 @@ def namespaces_restoring(draw: st.DrawFn) -> tuple[list[Workload], list[Workload
     return pending, around
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(namespaces_restoring(), st.sampled_from([(), (Kind.STATEFULSET,), (Kind.STATEFULSET, Kind.DEPLOYMENT)]))
 def test_restores_go_one_tier_at_a_time_and_never_before_the_earlier_ones(case, order):
     pending, around = case
@@ -235,7 +236,7 @@ def test_restores_go_one_tier_at_a_time_and_never_before_the_earlier_ones(case, 
         assert wait.tier == lowest and wait.waiting_for and wait.until > NOW
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(namespaces_restoring())
 def test_without_an_order_or_annotations_a_restore_is_one_step(case):
     pending, around = case

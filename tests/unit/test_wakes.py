@@ -16,6 +16,7 @@ from job.decide.selection import Selection, select_namespaces
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.wake import Wake
+from tests.unit.examples import examples
 from tests.unit.factories import namespaces, policy, settings
 
 T0 = dt.datetime(2026, 12, 4, 9, 0, tzinfo=dt.UTC)
@@ -133,7 +134,7 @@ wakes_st = st.lists(
 instants = st.integers(-72 * 60, 72 * 60).map(lambda minutes: T0 + dt.timedelta(minutes=minutes))
 
 
-@hyp_settings(max_examples=120, deadline=None)
+@hyp_settings(max_examples=examples(120), deadline=None)
 @given(policies_st, wakes_st, instants)
 def test_a_wake_only_ever_adds_running_namespaces(policies, wakes_, now):
     without, with_ = run(policies, [], now, NAMES), run(policies, wakes_, now, NAMES)
@@ -147,7 +148,7 @@ def test_a_wake_only_ever_adds_running_namespaces(policies, wakes_, now):
     assert not (set(with_.held_by) ^ set(without.held_by)) & untouched
 
 
-@hyp_settings(max_examples=120, deadline=None)
+@hyp_settings(max_examples=examples(120), deadline=None)
 @given(policies_st, wakes_st, instants)
 def test_a_wake_ends_exactly_at_its_applied_end(policies, wakes_, now):
     for key, verdict in run(policies, wakes_, now, NAMES).wakes.items():

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from job.model.policy import InvalidPolicy, parse
 from job.model.windows import DAYS, InvalidSchedule, Schedule, parse_until, parse_window
+from tests.unit.examples import examples
 from tests.unit.factories import DEFAULT_KINDS
 
 UTC = dt.UTC
@@ -174,7 +175,7 @@ _instants = st.datetimes(min_value=dt.datetime(2026, 1, 1), max_value=dt.datetim
                          timezones=st.just(UTC))
 
 
-@hyp_settings(max_examples=150, deadline=None)
+@hyp_settings(max_examples=examples(150), deadline=None)
 @given(st.lists(_windows_st, min_size=1, max_size=3),
        st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]),
        _instants, st.lists(st.floats(0, 1, exclude_max=True), min_size=1, max_size=8))
