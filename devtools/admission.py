@@ -15,8 +15,8 @@ Pod template.
 The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
 whichever namespace it is installed in); nobody else is affected.
 
-`python -m devtools.admission` rewrites the file (`make admission`); `--check` fails when it is stale
-(`make lint`).
+`python -m devtools.admission` rewrites the file, and the hold's (`devtools.hold_admission`: `make admission`);
+`--check` fails when either is stale (`make lint`).
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ def workload_rows() -> list[Row]:
 
 def other_rows() -> list[Row]:
     """The writes of a run that are not freezes: statuses (job/cluster/write.py), the routes and the routes
-    finalizer (job/cluster/routes.py), the run Lease (job/cluster/lease.py)."""
+    finalizer (job/cluster/routes.py), the hold marks on Namespaces (job/cluster/hold.py), the run Lease
+    (job/cluster/lease.py)."""
     record = f"'{DOMAIN}/original-rules'"
     waker = (f"object.spec.rules.all(r, !has(r.backendRefs) || r.backendRefs.all(b, b.name == '{WAKER_SERVICE}' "
              f"&& 'namespace' in dyn(b) && dyn(b)['namespace'] == {OWN}))")
@@ -148,6 +149,8 @@ def other_rows() -> list[Row]:
         Row(hr.GROUP, hr.PLURAL, {"spec": {"rules": None}}, extra=f"({waker}) || ({restore})",
             says="on an HTTPRoute nsscaler may change only its rules, to send to the waker, or back as recorded "
                  "when it removes its record, and its own annotations and labels"),
+        Row("", "namespaces", {},
+            says="on a Namespace nsscaler may change only its own annotations and labels (the hold mark)"),
         Row("coordination.k8s.io", "leases", {"spec": None},
             extra=f"{NS} == {OWN} && {OBJ} == '{LEASE}'",
             says=f"the only Lease nsscaler writes is {LEASE}, in its own namespace"),
@@ -298,14 +301,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the file is not what the registry makes")
     args = parser.parse_args(argv)
-    text = rendered()
-    if args.check:
-        if not OUTPUT.exists() or OUTPUT.read_text() != text:
-            print(f"{OUTPUT.relative_to(ROOT)} is stale: run `make admission`", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text)
-    return 0
+    # here, not at the top: the hold's policy builds on this module's words (MATCH, GROUP), so it imports this one
+    from devtools import hold_admission  # noqa: PLC0415
+
+    stale = 0
+    for output, text in ((OUTPUT, rendered()), (hold_admission.OUTPUT, hold_admission.rendered())):
+        if not args.check:
+            output.write_text(text)
+        elif not output.exists() or output.read_text() != text:
+            print(f"{output.relative_to(ROOT)} is stale: run `make admission`", file=sys.stderr)
+            stale = 1
+    return stale
 
 
 if __name__ == "__main__":

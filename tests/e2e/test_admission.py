@@ -24,6 +24,7 @@ from job.model.marks import (
     AGGREGATE_LABEL,
     ANNOTATION_ORIGINAL_RULES,
     ANNOTATION_RELEASED,
+    LABEL_HOLD,
     OWN_CRONJOB,
     WAKER_SERVICE,
 )
@@ -239,12 +240,15 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_every_kind_inside_the_policy(
             [0, 0, 0, 0, True, True]
         assert held["DaemonSet"][0] and held["StatefulSet"][1]["whenScaled"] == "Retain"
         assert held["ScaledObject"]["autoscaling.keda.sh/paused-replicas"] == "0"
+        # the hold mark on its Namespace is a write of the run too, inside the policy (and its RBAC)
+        assert api.get("Namespace", ns)["metadata"]["labels"][LABEL_HOLD] == "deny"
         api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
         first = run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", kubeconfig=nsscaler.kubeconfig)
         assert first.exit_code == 0, first.stderr
         make_db_ready(api, ns)
         last = run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", kubeconfig=nsscaler.kubeconfig)
         assert last.exit_code == 0, last.stderr
+        assert LABEL_HOLD not in (api.get("Namespace", ns)["metadata"].get("labels") or {})
         after = state(api, ns)
         assert after == before, json.dumps({k: (before[k], after[k]) for k in before if before[k] != after[k]})
         assert claims(api, ns) == ["data-db-0"]
