@@ -33,7 +33,17 @@ import yaml
 from job.model.autoscalers import ScaledObjectHandler
 from job.model.kinds import BUILTIN, RecordedKind
 from job.model.kinds import httproute as hr
-from job.model.marks import ANNOTATION_RELEASED, DOMAIN, FINALIZER_ROUTES, OWN_CRONJOB, WAKER_SERVICE
+from job.model.marks import (
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_KINDS,
+    ANNOTATION_RELEASED,
+    DOMAIN,
+    FINALIZER_ROUTES,
+    HOLD_MODES,
+    LABEL_HOLD,
+    OWN_CRONJOB,
+    WAKER_SERVICE,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "kustomize" / "base" / "run-admission.yaml"
@@ -59,6 +69,8 @@ _OWN = f"'{DOMAIN}/'"
 GROUP = "request.resource.?group.orValue('')"
 SUB = "request.?subResource.orValue('')"
 NS = "request.?namespace.orValue('')"
+#: the hold mark on a Namespace (`job.decide.hold`): the only keys a run writes there
+HOLD_KEYS = (LABEL_HOLD, ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS)
 OBJ = "request.?name.orValue('')"
 
 
@@ -75,6 +87,8 @@ class Row:
     annotations: tuple[str, ...] = ()
     finalizers: bool = False
     extra: str = ""  # one more condition of this row, CEL
+    #: the only keys of nsscaler's own that may change (annotations, labels); None: any under its domain
+    own_keys: tuple[str, ...] | None = None
 
 
 def _merge(trees: Iterable[Tree]) -> dict[str, Any]:
@@ -149,8 +163,12 @@ def other_rows() -> list[Row]:
         Row(hr.GROUP, hr.PLURAL, {"spec": {"rules": None}}, extra=f"({waker}) || ({restore})",
             says="on an HTTPRoute nsscaler may change only its rules, to send to the waker, or back as recorded "
                  "when it removes its record, and its own annotations and labels"),
-        Row("", "namespaces", {},
-            says="on a Namespace nsscaler may change only its own annotations and labels (the hold mark)"),
+        # a Namespace's labels select what other policies apply there (the hold's own bindings, the waker's
+        # NetworkPolicy, Pod Security): only the hold mark's three keys may change, the label only to a mode
+        Row("", "namespaces", {}, own_keys=HOLD_KEYS,
+            extra=f"object.metadata.?labels[?'{LABEL_HOLD}'].orValue('{HOLD_MODES[0]}') in {list(HOLD_MODES)}",
+            says=f"on a Namespace nsscaler may change only its hold mark: the label {LABEL_HOLD} "
+                 f"({' or '.join(HOLD_MODES)}) and the annotations {ANNOTATION_HOLD}, {ANNOTATION_HOLD_KINDS}"),
         Row("coordination.k8s.io", "leases", {"spec": None},
             extra=f"{NS} == {OWN} && {OBJ} == '{LEASE}'",
             says=f"the only Lease nsscaler writes is {LEASE}, in its own namespace"),
@@ -178,9 +196,11 @@ def same(new: str, old: str, tree: Tree) -> str:
     return " && ".join(f"({p})" for p in parts)
 
 
-def keys_kept(new: str, old: str, allowed: tuple[str, ...] = ()) -> str:
-    """CEL: the maps `new` and `old` differ only in keys under nsscaler's domain (and `allowed`)."""
-    ours = f"k.startsWith({_OWN})" + "".join(f" || k == '{a}'" for a in allowed)
+def keys_kept(new: str, old: str, allowed: tuple[str, ...] = (), *, own: tuple[str, ...] | None = None) -> str:
+    """CEL: the maps `new` and `old` differ only in keys under nsscaler's domain (only the keys `own`, when
+    given) and `allowed`."""
+    ours = (f"k.startsWith({_OWN})" if own is None else f"k in {list(own)}") + "".join(
+        f" || k == '{a}'" for a in allowed)
     return (f"{new}.all(k, {ours} || (k in {old} && {new}[k] == {old}[k])) && "
             f"{old}.all(k, {ours} || k in {new})")
 
@@ -190,8 +210,9 @@ def metadata_kept(row: Row) -> str:
     free: dict[str, Tree | None] = {**_SERVER_SET, "annotations": None, "labels": None}
     if row.finalizers:
         free["finalizers"] = None
-    parts = [same(new, old, free), keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations),
-             keys_kept(_get(new, "labels"), _get(old, "labels"))]
+    parts = [same(new, old, free),
+             keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations, own=row.own_keys),
+             keys_kept(_get(new, "labels"), _get(old, "labels"), own=row.own_keys)]
     if row.finalizers:
         parts.append(f"object.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}') == "
                      f"oldObject.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}')")

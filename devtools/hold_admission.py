@@ -41,6 +41,7 @@ from job.model.marks import (
     ANNOTATION_HOLD_KINDS,
     ANNOTATION_RESTORE_TIER,
     DOMAIN,
+    HOLD_MODES,
     LABEL_HOLD,
     LABEL_SCALED,
 )
@@ -48,7 +49,7 @@ from job.model.marks import (
 OUTPUT = ROOT / "kustomize" / "base" / "hold-admission.yaml"
 NAME = "nsscaler-hold"
 #: the binding per mode of `spec.hold`, and what the API server does with a request that fails
-MODES = {"deny": ["Deny"], "warn": ["Warn", "Audit"]}
+MODES = dict(zip(HOLD_MODES, (["Deny"], ["Warn", "Audit"]), strict=True))
 #: nsscaler.wubw.fun annotations a person sets: not part of the record
 USER_KEYS = (ANNOTATION_EXCLUDE, ANNOTATION_RESTORE_TIER)
 #: cluster admins are trusted (docs/operating/security.md) and keep a way in that no mark closes: break-glass

@@ -78,6 +78,8 @@ ANNOTATION_RELEASED = f"{DOMAIN}/released"
 #: that would start Pods there, "deny" or "warn" (its bindings select namespaces by this label's value). Written by
 #: a run only when the namespace's hold changes; removed first when a Wake wakes it, and by `nsscaler release`
 LABEL_HOLD = f"{DOMAIN}/hold"
+#: the values of `LABEL_HOLD` (a policy's `spec.hold` but "off", which writes no mark)
+HOLD_MODES = ("deny", "warn")
 #: on a held Namespace: the words a refused request reads after what it tried (who holds it, until when, how to wake it)
 ANNOTATION_HOLD = f"{DOMAIN}/held"
 #: on a held Namespace: the resources its holders freeze, as " deployments.apps cronjobs.batch " (spaces around each,
