@@ -16,7 +16,7 @@ import datetime as dt
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -138,19 +138,19 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
     try:
         snapshot = read_snapshot(kube, settings, now=now)
         stages.done("read")
-        snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
-        if any(decision.steps) or decision.needs:  # a run that writes: what it lacks is named before its first write
+        snapshot, decision, first, marks = _prepared(kube, snapshot, settings=settings, now=now)
+        if any(decision.steps) or decision.needs or marks:  # what a writing run lacks is named before it writes
             preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
-        if not settings.dry_run and _writes(snapshot, decision, settings=settings, now=now):
+        if not settings.dry_run and (any(decision.steps) or _records(snapshot, decision) or marks):
             if not _may_write(kube, run_lease):
                 return _lease_held(kube, report, snapshot, run_lease, settings=settings, now=now)
             # under the Lease: a release marks the CronJob, then waits for the Lease, so no run writes past it
             own_cronjob.refuse_if_released(kube, settings.own_namespace)
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
-                snapshot = read_snapshot(kube, settings, now=now)
-                snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+                snapshot, decision, first, marks = _prepared(kube, read_snapshot(kube, settings, now=now),
+                                                             settings=settings, now=now)
         stages.done("decide")
-        hold_problems = write_marks(kube, _hold_marks(snapshot, decision, settings=settings, now=now), dry_run=False)
+        hold_problems = write_marks(kube, marks, dry_run=False)  # lifts first: a Wake's namespace opens at once
         if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
             write_statuses(kube, _records(snapshot, decision))
         # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
@@ -159,7 +159,7 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at, may_write=lambda: _may_write(kube, run_lease))
         followed = routes.follow_holds(kube, snapshot, decision, settings=settings, now=now,  # the last tier
-                                       may_write=lambda: _may_write(kube, run_lease))
+                                       may_write=lambda: _may_write(kube, run_lease), first=first)
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=with_late_routes(decision, followed.late),
@@ -186,13 +186,6 @@ def _records(snapshot: Snapshot, decision: Decision) -> list[tuple[str, dict[str
     return budget.records_first([p for p in snapshot.policies if isinstance(p, Policy)], histories)
 
 
-def _writes(snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime) -> bool:
-    """Whether the run has something to write (then it takes the run Lease): a change, a wake budget's record,
-    a hold mark."""
-    return bool(any(decision.steps) or _records(snapshot, decision)
-                or _hold_marks(snapshot, decision, settings=settings, now=now))
-
-
 def _lease_held(kube: Kube, report: RunReport, snapshot: Snapshot, run_lease: lease.RunLease, *,
                 settings: Settings, now: dt.datetime) -> RunReport:
     """Another run held the Lease all the while: this one writes nothing but says so on the Wakes (exit 3)."""
@@ -201,10 +194,19 @@ def _lease_held(kube: Kube, report: RunReport, snapshot: Snapshot, run_lease: le
     return replace(report, lease_held_by=holder)  # the counts: in `_run`'s finally
 
 
-def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime) -> list[hold.Mark]:
+def _prepared(kube: Kube, snapshot: Snapshot, *, settings: Settings,
+              now: dt.datetime) -> tuple[Snapshot, Decision, routes.FirstRead, list[hold.Mark]]:
+    """The decision, the routes' first read (the hosts the hold's words name) and the hold marks to write."""
+    snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+    first = routes.first_read(kube, snapshot, decision, settings=settings)
+    return snapshot, decision, first, _hold_marks(snapshot, decision, settings=settings, now=now, hosts=first.hosts)
+
+
+def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
+                hosts: Mapping[str, Sequence[str]]) -> list[hold.Mark]:
     """The hold marks to write (`job.decide.hold`); none in a dry run, which writes nothing. They are written
     before anything else of the run: a Wake's namespace opens to its people first."""
-    return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now)
+    return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now, hosts=hosts)
 
 
 def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,

@@ -20,7 +20,7 @@ Rules:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +67,11 @@ def kinds_words(policies: Iterable[Policy]) -> str:
     return f" {' '.join(names)} "
 
 
-def _wake_words(policy: Policy, namespace: str) -> str:
+#: at most this many of a namespace's hostnames in its words
+MAX_HOSTS = 3
+
+
+def _wake_words(policy: Policy, namespace: str, hosts: Sequence[str]) -> str:
     wake = policy.spec.wake
     if not wake.allowed:
         return (f"NSScaler {policy.name} allows no wakes: ask its owner to keep {namespace} running "
@@ -76,39 +80,47 @@ def _wake_words(policy: Policy, namespace: str) -> str:
     hours, rest = divmod(int(length.total_seconds()), 3600)
     duration = f"{hours}h" if not rest else f"{int(length.total_seconds()) // 60}m"
     words = f"to wake it: kubectl nsscaler wake -n {namespace} --for {duration} --reason '...'"
-    if wake.on_request:
-        words += "; or open its web address in a browser (it wakes on request)"
+    if wake.on_request and hosts:
+        more = f" (or another of its {len(hosts)} hosts)" if len(hosts) > MAX_HOSTS else ""
+        words += f"; or open {' or '.join(hosts[:MAX_HOSTS])}{more} in a browser: it wakes on request"
+    elif wake.on_request:
+        words += "; or open its web address in a browser: it wakes on request"
     return words
 
 
-def words(policy: Policy, namespace: str, *, now: dt.datetime | None) -> str:
+def words(policy: Policy, namespace: str, *, now: dt.datetime | None, hosts: Sequence[str] = ()) -> str:
     """What a refused request reads after what it tried: who holds the namespace, until when, how to wake it."""
     until = None if policy.schedule.always or now is None else policy.schedule.next_change(now)
     when = (f"until {utc_stamp(until, precision='minutes')} (the next change of its hold_windows or until)"
             if until else "until the policy allows it")
-    return (f"namespace {namespace} is held by NSScaler {policy.name} {when}; {_wake_words(policy, namespace)}; "
+    return (f"namespace {namespace} is held by NSScaler {policy.name} {when}; {_wake_words(policy, namespace, hosts)}; "
             f"a workload annotated {ANNOTATION_EXCLUDE}=true is left alone")
 
 
 Pairs = tuple[tuple[str, str], ...]
 
 
-def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetime | None) -> Pairs:
-    """Rule 1: the mark `namespace` should carry."""
+def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetime | None,
+           hosts: Sequence[str] = ()) -> Pairs:
+    """Rule 1: the mark `namespace` should carry; `hosts`: the hostnames of its routes, where a person opens it."""
     verdict = None if selection is None else selection.verdicts.get(namespace.name)
     if verdict is None or not verdict.holders or verdict.keepers or verdict.untouchable or verdict.woken:
         return ()
     policy = verdict.holders[0]
     if policy.spec.hold == OFF or policy.spec.dry_run:
         return ()
-    return tuple(sorted({LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: words(policy, namespace.name, now=now),
+    said = words(policy, namespace.name, now=now, hosts=hosts)
+    return tuple(sorted({LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: said,
                          ANNOTATION_HOLD_KINDS: kinds_words(verdict.holders)}.items()))
 
 
-def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: dt.datetime | None) -> list[Mark]:
-    """Rules 1 to 3: the marks a run writes, lifts first (a Wake's namespace opens before anything else is sent)."""
+def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: dt.datetime | None,
+          hosts: Mapping[str, Sequence[str]] | None = None) -> list[Mark]:
+    """Rules 1 to 3: the marks a run writes, lifts first (a Wake's namespace opens before anything else is sent).
+    `hosts`: per namespace, the hostnames of its routes (`job.decide.routes.hosts`)."""
+    found = hosts or {}
     out = [Mark(ns.name, want) for ns in namespaces if not ns.terminating
-           and (want := wanted(ns, selection, now=now)) != ns.hold]
+           and (want := wanted(ns, selection, now=now, hosts=found.get(ns.name, ()))) != ns.hold]
     return sorted(out, key=lambda m: (not m.lifted, m.namespace))
 
 

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from job.decide import hold
+from job.decide import hold, routes
 from job.decide.selection import select_namespaces
 from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, LABEL_HOLD
 from tests.unit.factories import namespaces, policy, settings
@@ -52,3 +52,30 @@ def test_a_mark_is_written_once_and_lifted_first():
                                                                                    ("shop-v2", "deny")]
     assert hold.marks(steady, moved, now=NOW)[0].body()["metadata"]["labels"] == {LABEL_HOLD: None}
     assert [m.namespace for m in hold.lifted(steady)] == ["shop-v1"]
+
+
+@pytest.mark.parametrize(("wake", "hosts", "says"), [
+    pytest.param({}, ("shop.example",), "kubectl nsscaler wake -n shop-v1 --for 1h", id="a-person-wakes-it"),
+    pytest.param({"on_request": True}, ("a.shop.example", "b.shop.example"),
+                 "or open a.shop.example or b.shop.example in a browser: it wakes on request", id="its-hosts"),
+    pytest.param({"on_request": True}, ("a.x", "b.x", "c.x", "d.x"),
+                 "open a.x or b.x or c.x (or another of its 4 hosts)", id="at-most-three-hosts"),
+    pytest.param({"on_request": True}, (), "or open its web address in a browser", id="no-route-read-yet"),
+    pytest.param({"max_duration": "30m"}, (), "--for 30m", id="no-longer-than-the-policy-allows"),
+])
+def test_the_words_say_how_to_wake_it_and_where_it_wakes_on_request(wake, hosts, says):
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"], wake=wake)], found, settings=settings(), now=NOW)
+    [mark] = hold.marks(found, selection, now=NOW, hosts={"shop-v1": hosts, "shop-v2": ("awake.example",)})
+    words = dict(mark.pairs)[ANNOTATION_HOLD]
+    assert says in words and "NSScaler p" in words, words
+    if not wake.get("on_request"):
+        assert "browser" not in words  # a host is named only where opening it wakes the namespace
+
+
+def test_the_hosts_are_the_hostnames_of_each_namespace_s_routes():
+    def route(ns, *names):
+        return {"metadata": {"namespace": ns, "name": "r"}, "spec": {"hostnames": list(names)}}
+
+    assert routes.hosts([route("a", "y.example", "x.example"), route("a", "x.example"), route("b"),
+                  {"metadata": {"namespace": "c", "name": "r"}, "spec": {}}]) == {"a": ("x.example", "y.example")}
