@@ -21,12 +21,33 @@ from devtools import builders, hold_admission
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
 from job.model.marks import ANNOTATION_HOLD, LABEL_HOLD
-from tests.conftest import apply_manifest, kubectl
+from tests.conftest import ROOT, apply_manifest, kubectl
+from tests.e2e.test_install import kubectl_run
 from tests.users import User, grant_edit
 
 pytestmark = pytest.mark.versions
 POLICY = f"ValidatingAdmissionPolicy '{hold_admission.NAME}'"
 IMAGE = "registry.invalid/app:1"
+OVERLAY = ROOT / "kustomize" / "overlays" / "prod"
+NAMESPACE = "nsscaler"
+
+
+@pytest.fixture(scope="module")
+def nsscaler_kubeconfig(control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nsscaler's own ServiceAccount, installed by the prod overlay (with the run's admission policy)."""
+    kubectl_run(control_plane.admin_kubeconfig, "apply", "--server-side", "-k", str(OVERLAY))
+    return control_plane.service_account_kubeconfig(tmp_path_factory.mktemp("sa") / "kubeconfig", NAMESPACE,
+                                                    "nsscaler")
+
+
+@pytest.fixture
+def as_nsscaler(run_job: Any, nsscaler_kubeconfig: Path) -> Any:
+    """A run as the CronJob's Pod runs it, the waker's Job included: nsscaler's own ServiceAccount, not a cluster
+    admin, whom every policy lets by."""
+    def run(*args: str) -> Any:
+        return run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", *args,
+                       kubeconfig=nsscaler_kubeconfig)
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +190,49 @@ def test_warn_admits_with_a_warning_and_off_or_a_suspended_policy_holds_nothing(
     api.patch("NSScaler", name, {"spec": {"suspend": True}})
     assert run_job().exit_code == 0
     assert LABEL_HOLD not in labels(api, held)
+
+
+def pod_owned_by_a_replicaset(ns: str) -> str:
+    """A Pod as the ReplicaSet controller sends it: a controller ownerReference (its owner need not exist for
+    admission; the server-side dry run creates nothing)."""
+    pod = builders.pod(ns, "web-abcde")
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc",
+                                           "uid": str(uuid.uuid4()), "controller": True}]
+    return yaml.safe_dump(pod)
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_the_run_a_wake_starts_lifts_the_hold_first_and_restores_through_it_as_nsscaler_s_own_account(
+        api: AdminApi, control_plane: controlplane.ControlPlane, as_nsscaler: Any, prefix: str,
+        editor: Editor) -> None:
+    """The waker's Job runs as nsscaler's ServiceAccount, which the hold lets by only by name (a match condition):
+    the freeze, the mark, the lift and the restore (a scale-up, an unsuspend) are all sent by it here, with the
+    hold in force. The controllers' own identities (a real cluster runs each controller as its ServiceAccount in
+    kube-system; this plane's controller manager is a cluster admin) are sent by impersonation."""
+    live, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], kinds=["Deployment", "CronJob"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    assert labels(api, held)[LABEL_HOLD] == "deny"
+    assert api.replicas("Deployment", held, "web") == 0 and api.get("CronJob", "nightly", held)["spec"]["suspend"]
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    refused(editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held), ns=held, policy=name)
+
+    # a controller making what a controller makes passes; the same Pod from a person does not
+    replicaset_controller = "system:serviceaccount:kube-system:replicaset-controller"
+    passed(subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig),
+                           f"--as={replicaset_controller}", "create", "-f", "-", "--dry-run=server"],
+                          input=pod_owned_by_a_replicaset(held), capture_output=True, text=True, check=False))
+    refused(editor.kubectl("create", "-f", "-", "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)),
+            ns=held, policy=name)
+
+    passed(editor.plugin("wake", "-n", held, "--for", "1h", "--reason", "demo"))
+    woken = as_nsscaler()  # what the waker's Job runs, at once
+    assert woken.exit_code == 0, woken.stderr
+    assert LABEL_HOLD not in labels(api, held)
+    assert api.replicas("Deployment", held, "web") == 2
+    assert api.get("CronJob", "nightly", held)["spec"].get("suspend") is not True
+    wait_until(lambda: editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held).returncode == 0,
+               what="the editor's scale-up to pass once the hold is lifted")
+    assert api.replicas("Deployment", live, "web") == 2  # the kept namespace: untouched throughout
