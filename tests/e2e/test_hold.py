@@ -107,6 +107,16 @@ def passed(result: subprocess.CompletedProcess[str]) -> None:
     assert result.returncode == 0, (result.stdout, result.stderr)
 
 
+def refusals(plane: controlplane.ControlPlane, binding: str) -> float:
+    """What the API server counts of the hold's refusals itself (its /metrics, cluster-wide, per binding): the one
+    count of refused syncs there is, since a refused request leaves nothing on the object for a run to read."""
+    text = plane.session().get(f"{plane.server}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("apiserver_validating_admission_policy_check_total{")
+               and f'policy="{hold_admission.NAME}"' in line and f'policy_binding="{binding}"' in line
+               and 'enforcement_action="deny"' in line)
+
+
 def labels(api: AdminApi, ns: str) -> dict[str, str]:
     return dict(api.get("Namespace", ns)["metadata"].get("labels") or {})
 
@@ -119,7 +129,7 @@ def applied(ns: str, replicas: int) -> str:
 
 @pytest.mark.usefixtures("hold_policy")
 def test_an_editor_cannot_start_what_a_held_namespace_holds_and_a_wake_opens_it_at_once(
-        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+        api: AdminApi, control_plane: controlplane.ControlPlane, run_job: Any, prefix: str, editor: Editor) -> None:
     live, held = family(api, prefix, editor)
     name = f"{prefix}p"
     api.create(builders.nsscaler(name, prefix, ["live"], kinds=["Deployment", "CronJob"]))
@@ -127,6 +137,7 @@ def test_an_editor_cannot_start_what_a_held_namespace_holds_and_a_wake_opens_it_
     assert labels(api, held)[LABEL_HOLD] == "deny" and LABEL_HOLD not in labels(api, live)
     assert api.replicas("Deployment", held, "web") == 0
     wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    before = refusals(control_plane, f"{hold_admission.NAME}-deny")
 
     refused(editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held), ns=held, policy=name)
     refused(editor.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=argocd-controller",
@@ -137,6 +148,7 @@ def test_an_editor_cannot_start_what_a_held_namespace_holds_and_a_wake_opens_it_
             ns=held, policy=name)
     refused(editor.kubectl("label", "deployment/web", "-n", held, "nsscaler.wubw.fun/scaled-"), ns=held, policy=name)
     assert api.replicas("Deployment", held, "web") == 0 and not api.list("Deployment", held)[1:]
+    assert refusals(control_plane, f"{hold_admission.NAME}-deny") - before >= 6  # the GitOps-style apply among them
 
     # what starts no Pod passes: a new workload at 0, a label, a scale-down; the kept namespace is untouched
     passed(editor.kubectl("create", "deployment", "idle", f"--image={IMAGE}", "--replicas=0", "-n", held))
