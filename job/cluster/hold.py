@@ -6,7 +6,7 @@ freezes and restores go on, and the next run writes the mark again (it compares 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from job.cluster.kube import Kube
 from job.decide.hold import Mark
@@ -15,10 +15,16 @@ from job.errors import ApiError
 log = logging.getLogger(__name__)
 
 
-def write_marks(kube: Kube, marks: Sequence[Mark], *, dry_run: bool) -> list[str]:
-    """Each mark written (lifts first, as given); the problems, one line per mark that failed."""
+def write_marks(kube: Kube, marks: Sequence[Mark], *, dry_run: bool,
+                holding: Callable[[], bool] = lambda: True) -> list[str]:
+    """Each mark written (lifts first, as given) while `holding` (the run Lease) says this run may write; the
+    problems, one line per mark that failed, one for those not sent."""
     problems = []
-    for mark in marks:
+    for i, mark in enumerate(marks):
+        if not holding():
+            problems.append(f"{len(marks) - i} hold marks not written: this run may not write any more (the next "
+                            f"run writes them)")
+            break
         try:
             kube.patch(version="v1", plural="namespaces", namespace=None, name=mark.namespace, body=mark.body(),
                        dry_run=dry_run)
