@@ -30,15 +30,16 @@ from typing import Any
 
 import yaml
 
+from job.decide import hold
 from job.model.autoscalers import ScaledObjectHandler
 from job.model.kinds import BUILTIN, RecordedKind
 from job.model.kinds import httproute as hr
 from job.model.marks import (
-    ANNOTATION_HOLD,
-    ANNOTATION_HOLD_KINDS,
+    ANNOTATION_HOLD_ACCOUNT,
     ANNOTATION_RELEASED,
     DOMAIN,
     FINALIZER_ROUTES,
+    HOLD_ANNOTATIONS,
     HOLD_MODES,
     LABEL_HOLD,
     OWN_CRONJOB,
@@ -48,7 +49,7 @@ from job.model.marks import (
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "kustomize" / "base" / "run-admission.yaml"
 NAME = "nsscaler-run-writes-only-what-a-run-writes"
-ACCOUNT = "nsscaler"
+ACCOUNT = hold.ACCOUNT
 #: nsscaler's own account, in whichever namespace it is installed (the chart lets one choose): its own namespace
 #: is the one in its user name
 MATCH = (f"request.userInfo.username.startsWith('system:serviceaccount:') && "
@@ -70,7 +71,7 @@ GROUP = "request.resource.?group.orValue('')"
 SUB = "request.?subResource.orValue('')"
 NS = "request.?namespace.orValue('')"
 #: the hold mark on a Namespace (`job.decide.hold`): the only keys a run writes there
-HOLD_KEYS = (LABEL_HOLD, ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS)
+HOLD_KEYS = (LABEL_HOLD, *HOLD_ANNOTATIONS)
 OBJ = "request.?name.orValue('')"
 
 
@@ -166,9 +167,12 @@ def other_rows() -> list[Row]:
         # a Namespace's labels select what other policies apply there (the hold's own bindings, the waker's
         # NetworkPolicy, Pod Security): only the hold mark's three keys may change, the label only to a mode
         Row("", "namespaces", {}, own_keys=HOLD_KEYS,
-            extra=f"object.metadata.?labels[?'{LABEL_HOLD}'].orValue('{HOLD_MODES[0]}') in {list(HOLD_MODES)}",
+            extra=f"object.metadata.?labels[?'{LABEL_HOLD}'].orValue('{HOLD_MODES[0]}') in {list(HOLD_MODES)} && "
+                  f"object.metadata.?annotations[?'{ANNOTATION_HOLD_ACCOUNT}'].orValue(request.userInfo.username) "
+                  f"== request.userInfo.username",
             says=f"on a Namespace nsscaler may change only its hold mark: the label {LABEL_HOLD} "
-                 f"({' or '.join(HOLD_MODES)}) and the annotations {ANNOTATION_HOLD}, {ANNOTATION_HOLD_KINDS}"),
+                 f"({' or '.join(HOLD_MODES)}), the annotations {', '.join(HOLD_ANNOTATIONS)} (the account it "
+                 f"names: its own)"),
         Row("coordination.k8s.io", "leases", {"spec": None},
             extra=f"{NS} == {OWN} && {OBJ} == '{LEASE}'",
             says=f"the only Lease nsscaler writes is {LEASE}, in its own namespace"),
@@ -322,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the file is not what the registry makes")
     args = parser.parse_args(argv)
-    # here, not at the top: the hold's policy builds on this module's words (MATCH, GROUP), so it imports this one
+    # here, not at the top: the hold's policy builds on this module's words (GROUP, SUB), so it imports this one
     from devtools import hold_admission  # noqa: PLC0415
 
     stale = 0

@@ -11,7 +11,8 @@ a kind's freeze patch (`frozen_body`) is the field the hold guards, and its froz
 On every kind: nsscaler's record (`nsscaler.wubw.fun/...` annotations it writes, the `scaled` label) may not be
 removed or changed by hand. A bare Pod may not be created. Scale-downs, deletes and every other change pass.
 
-Who passes anyway: nsscaler's own ServiceAccount (its restores; a match condition), a cluster admin
+Who passes anyway: nsscaler's own ServiceAccount (its restores), the one the namespace's mark names (never
+another ServiceAccount of the same name, which a namespace admin could make and bind), a cluster admin
 (`system:masters`: trusted, and the way in when something goes wrong; a GitOps tool's ServiceAccount bound to
 cluster-admin is not in that group, and is held), a workload annotated
 `nsscaler.wubw.fun/exclude=true`, a kind none of the namespace's holders freezes (its `hold-kinds` mark), and
@@ -33,11 +34,12 @@ from typing import Any
 
 import yaml
 
-from devtools.admission import GROUP, MATCH, ROOT, SUB
+from devtools.admission import GROUP, ROOT, SUB
 from job.model.kinds import BUILTIN, KindHandler
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
     ANNOTATION_HOLD_KINDS,
     ANNOTATION_RESTORE_TIER,
     DOMAIN,
@@ -208,6 +210,9 @@ def policy() -> list[dict[str, Any]]:
     assert len(counts) + len(switches) + len(keys) == len(fields), "a freeze of a new shape: teach the hold it"
     held = "namespaceObject.metadata.?annotations"
     variables = [
+        # nsscaler's own account, as the mark names it: one ServiceAccount, never another of the same name
+        {"name": "itself", "expression": f"request.userInfo.username == "
+                                         f"{held}[?'{ANNOTATION_HOLD_ACCOUNT}'].orValue('')"},
         {"name": "held", "expression": f"{held}[?'{ANNOTATION_HOLD}'].orValue('namespace ' + request.namespace + "
                                        f"' is held by nsscaler')"},
         {"name": "frozenKind", "expression": f"{held}[?'{ANNOTATION_HOLD_KINDS}'].orValue('')"
@@ -215,13 +220,13 @@ def policy() -> list[dict[str, Any]]:
         {"name": "target", "expression": "request.resource.resource + ' ' + (request.?name.orValue('') != '' ? "
                                          "request.name : object.metadata.?generateName.orValue(''))"},
     ]
-    validations = [*count_rules(counts), *switch_rules(switches), *key_rules(keys),
-                   record_rule(sorted({g.resource for g in fields})), pod_rule()]
+    validations = [{**v, "expression": f"variables.itself || ({v['expression']})"} for v in [
+        *count_rules(counts), *switch_rules(switches), *key_rules(keys),
+        record_rule(sorted({g.resource for g in fields})), pod_rule()]]
     selector = {"matchExpressions": [{"key": LABEL_HOLD, "operator": "In", "values": sorted(MODES)}]}
     spec = {"failurePolicy": "Fail",
             "matchConstraints": {"namespaceSelector": selector, "resourceRules": _rules(fields)},
-            "matchConditions": [{"name": "not-nsscaler-itself", "expression": f"!({MATCH})"},
-                                {"name": "not-a-cluster-admin",
+            "matchConditions": [{"name": "not-a-cluster-admin",
                                  "expression": f"!('{MASTERS}' in request.userInfo.groups)"}],
             "variables": variables, "validations": validations}
     bindings = [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",

@@ -26,7 +26,14 @@ from typing import Any
 
 from job.decide.selection import Selection
 from job.model.kinds import BUILTIN
-from job.model.marks import ANNOTATION_EXCLUDE, ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, LABEL_HOLD
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_KINDS,
+    HOLD_ANNOTATIONS,
+    LABEL_HOLD,
+)
 from job.model.policy import Policy, parse_duration
 from job.model.stamps import utc_stamp
 from job.model.workloads import Namespace
@@ -34,6 +41,8 @@ from job.model.workloads import Namespace
 #: how long the wake a refusal suggests lasts, unless the policy allows less
 SUGGESTED_WAKE = dt.timedelta(hours=1)
 OFF = "off"
+#: the name of nsscaler's ServiceAccount, in whichever namespace it is installed
+ACCOUNT = "nsscaler"
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ class Mark:
         found = dict(self.pairs)
         return {"metadata": {
             "labels": {LABEL_HOLD: found.get(LABEL_HOLD)},
-            "annotations": {k: found.get(k) for k in (ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS)}}}
+            "annotations": {k: found.get(k) for k in HOLD_ANNOTATIONS}}}
 
 
 def kinds_words(policies: Iterable[Policy]) -> str:
@@ -101,8 +110,9 @@ Pairs = tuple[tuple[str, str], ...]
 
 
 def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetime | None,
-           hosts: Sequence[str] = ()) -> Pairs:
-    """Rule 1: the mark `namespace` should carry; `hosts`: the hostnames of its routes, where a person opens it."""
+           hosts: Sequence[str] = (), account: str = "") -> Pairs:
+    """Rule 1: the mark `namespace` should carry; `hosts`: the hostnames of its routes, where a person opens it;
+    `account`: the user name of the run's own ServiceAccount (`account_of`), the one the hold lets by."""
     verdict = None if selection is None else selection.verdicts.get(namespace.name)
     if verdict is None or not verdict.holders or verdict.keepers or verdict.untouchable or verdict.woken:
         return ()
@@ -110,17 +120,23 @@ def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetim
     if policy.spec.hold == OFF or policy.spec.dry_run:
         return ()
     said = words(policy, namespace.name, now=now, hosts=hosts)
-    return tuple(sorted({LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: said,
-                         ANNOTATION_HOLD_KINDS: kinds_words(verdict.holders)}.items()))
+    pairs = {LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: said, ANNOTATION_HOLD_KINDS: kinds_words(verdict.holders)}
+    return tuple(sorted({**pairs, **({ANNOTATION_HOLD_ACCOUNT: account} if account else {})}.items()))
+
+
+def account_of(own_namespace: str | None) -> str:
+    """The user name of nsscaler's ServiceAccount in `own_namespace` ("" for a run outside the cluster: then no
+    account is let by, and a run as a cluster admin passes as every cluster admin does)."""
+    return f"system:serviceaccount:{own_namespace}:{ACCOUNT}" if own_namespace else ""
 
 
 def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: dt.datetime | None,
-          hosts: Mapping[str, Sequence[str]] | None = None) -> list[Mark]:
+          hosts: Mapping[str, Sequence[str]] | None = None, account: str = "") -> list[Mark]:
     """Rules 1 to 3: the marks a run writes, lifts first (a Wake's namespace opens before anything else is sent).
     `hosts`: per namespace, the hostnames of its routes (`job.decide.routes.hosts`)."""
     found = hosts or {}
     out = [Mark(ns.name, want) for ns in namespaces if not ns.terminating
-           and (want := wanted(ns, selection, now=now, hosts=found.get(ns.name, ()))) != ns.hold]
+           and (want := wanted(ns, selection, now=now, hosts=found.get(ns.name, ()), account=account)) != ns.hold]
     return sorted(out, key=lambda m: (not m.lifted, m.namespace))
 
 

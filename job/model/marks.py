@@ -85,3 +85,8 @@ ANNOTATION_HOLD = f"{DOMAIN}/held"
 #: on a held Namespace: the resources its holders freeze, as " deployments.apps cronjobs.batch " (spaces around each,
 #: so that the admission policy finds one with a plain `contains`); a kind outside it is the policy's to leave alone
 ANNOTATION_HOLD_KINDS = f"{DOMAIN}/hold-kinds"
+#: on a held Namespace: the user name of nsscaler's own ServiceAccount, the one account the hold lets by there (its
+#: restores). Read from the mark, not matched by name: a ServiceAccount called nsscaler in another namespace is held
+ANNOTATION_HOLD_ACCOUNT = f"{DOMAIN}/hold-account"
+#: the hold mark's annotations, all written and lifted together
+HOLD_ANNOTATIONS = (ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, ANNOTATION_HOLD_ACCOUNT)

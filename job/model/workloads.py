@@ -19,11 +19,10 @@ from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, Recorde
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_FREED,
-    ANNOTATION_HOLD,
-    ANNOTATION_HOLD_KINDS,
     ANNOTATION_RESTORE_TIER,
     ANNOTATION_SCALED_BY,
     FIELD_MANAGER,
+    HOLD_ANNOTATIONS,
     LABEL_HOLD,
     LABEL_SCALED,
 )
@@ -266,7 +265,7 @@ def hold_mark(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The hold mark of a Namespace's metadata: its label and annotations, sorted (`job.decide.hold`)."""
     found = {**{k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_HOLD},
              **{k: v for k, v in (meta.get("annotations") or {}).items()
-                if k in (ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS)}}
+                if k in HOLD_ANNOTATIONS}}
     return tuple(sorted((k, str(v)) for k, v in found.items()))
 
 

@@ -20,7 +20,7 @@ import yaml
 from devtools import builders, hold_admission
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
-from job.model.marks import ANNOTATION_HOLD, LABEL_HOLD
+from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_ACCOUNT, LABEL_HOLD
 from tests.conftest import ROOT, apply_manifest, kubectl
 from tests.e2e.test_install import kubectl_run
 from tests.users import User, grant_edit
@@ -248,3 +248,33 @@ def test_the_run_a_wake_starts_lifts_the_hold_first_and_restores_through_it_as_n
     wait_until(lambda: editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held).returncode == 0,
                what="the editor's scale-up to pass once the hold is lifted")
     assert api.replicas("Deployment", live, "web") == 2  # the kept namespace: untouched throughout
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_a_service_account_named_nsscaler_elsewhere_is_held_like_anyone(
+        api: AdminApi, control_plane: controlplane.ControlPlane, as_nsscaler: Any, prefix: str,
+        editor: Editor) -> None:
+    """The hold lets by the one account its mark names (`hold-account`: nsscaler's, in its own namespace), not a
+    name: a namespace admin could make a ServiceAccount called nsscaler in a namespace of theirs and bind it."""
+    _, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], kinds=["Deployment", "CronJob"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    marked = api.get("Namespace", held)["metadata"]["annotations"]
+    assert marked[ANNOTATION_HOLD_ACCOUNT] == f"system:serviceaccount:{NAMESPACE}:nsscaler"
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    impostor = f"system:serviceaccount:{prefix}live:nsscaler"
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nsscaler",
+                                                                           "namespace": prefix + "live"}})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "impostor", "namespace": held},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                "subjects": [{"kind": "ServiceAccount", "name": "nsscaler", "namespace": prefix + "live"}]})
+    # the count alone, on the object: what the run's own policy allows an account of that name, so only the hold
+    # can refuse it
+    scaled = subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), f"--as={impostor}",
+                             "patch", "deployment/web", "-n", held, "-p", '{"spec":{"replicas":3}}'],
+                            capture_output=True, text=True, check=False)
+    refused(scaled, ns=held, policy=name)
+    assert api.replicas("Deployment", held, "web") == 0

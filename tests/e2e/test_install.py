@@ -17,7 +17,13 @@ import yaml
 from devtools import admission, builders
 from devtools.builders import AdminApi, wait_until
 from job.cluster.access import required_access
-from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, LABEL_HOLD
+from job.model.marks import (
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_KINDS,
+    HOLD_ANNOTATIONS,
+    LABEL_HOLD,
+)
 from job.model.settings import Settings
 from tests import crds
 from tests.conftest import ROOT, kubectl, make_family
@@ -186,17 +192,21 @@ def assert_namespace_writes_are_only_the_hold_mark(control_plane, api: AdminApi,
                     {"labels": {"nsscaler.wubw.fun/gateway": "true"}},  # the waker's NetworkPolicy selects by it
                     {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
                     {"labels": {LABEL_HOLD: "anything"}},  # the hold's bindings select only deny and warn
-                    {"labels": {LABEL_HOLD: "deny", "x": "y"}}):
+                    {"labels": {LABEL_HOLD: "deny", "x": "y"}},
+                    # the one account the hold lets by is nsscaler's own: it may name no other
+                    {"annotations": {ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{prefix}x:nsscaler"}}):
         refused = patch(foreign)
         assert refused.status_code == 403, (foreign, refused.status_code, refused.text[:500])
         assert f"ValidatingAdmissionPolicy '{admission.NAME}'" in refused.json()["message"], refused.text[:500]
     labels = api.get("Namespace", ns)["metadata"].get("labels") or {}
     assert "x" not in labels and LABEL_HOLD not in labels, labels
     # what a run writes there passes, and so does lifting it
-    mark = {"labels": {LABEL_HOLD: "deny"}, "annotations": {ANNOTATION_HOLD: "held", ANNOTATION_HOLD_KINDS: " x "}}
+    mark = {"labels": {LABEL_HOLD: "deny"}, "annotations": {
+        ANNOTATION_HOLD: "held", ANNOTATION_HOLD_KINDS: " x ",
+        ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{NAMESPACE}:nsscaler"}}
     assert patch(mark).status_code == 200
     assert api.get("Namespace", ns)["metadata"]["labels"][LABEL_HOLD] == "deny"
-    lifted = {"labels": {LABEL_HOLD: None}, "annotations": {ANNOTATION_HOLD: None, ANNOTATION_HOLD_KINDS: None}}
+    lifted = {"labels": {LABEL_HOLD: None}, "annotations": dict.fromkeys(HOLD_ANNOTATIONS)}
     assert patch(lifted).status_code == 200
     assert LABEL_HOLD not in (api.get("Namespace", ns)["metadata"].get("labels") or {})
     # nor in kube-system, nor its own namespace
