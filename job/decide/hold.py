@@ -120,6 +120,8 @@ def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetim
     if policy.spec.hold == OFF or policy.spec.dry_run:
         return ()
     said = words(policy, namespace.name, now=now, hosts=hosts)
+    # a run that does not know its account (by hand, outside the cluster) keeps the one the mark names
+    account = account or dict(namespace.hold).get(ANNOTATION_HOLD_ACCOUNT, "")
     pairs = {LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: said, ANNOTATION_HOLD_KINDS: kinds_words(verdict.holders)}
     return tuple(sorted({**pairs, **({ANNOTATION_HOLD_ACCOUNT: account} if account else {})}.items()))
 

@@ -10,7 +10,7 @@ import pytest
 
 from job.decide import hold, routes
 from job.decide.selection import select_namespaces
-from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, LABEL_HOLD
+from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_ACCOUNT, ANNOTATION_HOLD_KINDS, LABEL_HOLD
 from tests.unit.factories import namespaces, policy, settings
 
 NOW = dt.datetime(2026, 12, 5, 12, 0, tzinfo=dt.UTC)
@@ -79,3 +79,16 @@ def test_the_hosts_are_the_hostnames_of_each_namespace_s_routes():
 
     assert routes.hosts([route("a", "y.example", "x.example"), route("a", "x.example"), route("b"),
                   {"metadata": {"namespace": "c", "name": "r"}, "spec": {}}]) == {"a": ("x.example", "y.example")}
+
+
+def test_the_mark_names_the_run_s_own_account_and_a_run_that_does_not_know_it_keeps_it():
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"])], found, settings=settings(), now=NOW)
+    account = hold.account_of("nsscaler")
+    assert account == "system:serviceaccount:nsscaler:nsscaler"
+    [mark] = hold.marks(found, selection, now=NOW, account=account)
+    assert dict(mark.pairs)[ANNOTATION_HOLD_ACCOUNT] == account
+    steady = [dataclasses.replace(ns, hold=mark.pairs) if ns.name == "shop-v1" else ns for ns in found]
+    # a run by hand (no own namespace) leaves the mark as it is: nsscaler's restores stay let by
+    assert hold.marks(steady, selection, now=NOW, account=hold.account_of(None)) == []
+    assert hold.marks(steady, selection, now=NOW, account=account) == []
