@@ -15,8 +15,8 @@ Pod template.
 The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
 whichever namespace it is installed in); nobody else is affected.
 
-`python -m devtools.admission` rewrites the file (`make admission`); `--check` fails when it is stale
-(`make lint`).
+`python -m devtools.admission` rewrites the file, and the hold's (`devtools.hold_admission`: `make admission`);
+`--check` fails when either is stale (`make lint`).
 """
 
 from __future__ import annotations
@@ -30,15 +30,26 @@ from typing import Any
 
 import yaml
 
+from job.decide import hold
 from job.model.autoscalers import ScaledObjectHandler
 from job.model.kinds import BUILTIN, RecordedKind
 from job.model.kinds import httproute as hr
-from job.model.marks import ANNOTATION_RELEASED, DOMAIN, FINALIZER_ROUTES, OWN_CRONJOB, WAKER_SERVICE
+from job.model.marks import (
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_RELEASED,
+    DOMAIN,
+    FINALIZER_ROUTES,
+    HOLD_ANNOTATIONS,
+    HOLD_MODES,
+    LABEL_HOLD,
+    OWN_CRONJOB,
+    WAKER_SERVICE,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "kustomize" / "base" / "run-admission.yaml"
 NAME = "nsscaler-run-writes-only-what-a-run-writes"
-ACCOUNT = "nsscaler"
+ACCOUNT = hold.ACCOUNT
 #: nsscaler's own account, in whichever namespace it is installed (the chart lets one choose): its own namespace
 #: is the one in its user name
 MATCH = (f"request.userInfo.username.startsWith('system:serviceaccount:') && "
@@ -59,6 +70,8 @@ _OWN = f"'{DOMAIN}/'"
 GROUP = "request.resource.?group.orValue('')"
 SUB = "request.?subResource.orValue('')"
 NS = "request.?namespace.orValue('')"
+#: the hold mark on a Namespace (`job.decide.hold`): the only keys a run writes there
+HOLD_KEYS = (LABEL_HOLD, *HOLD_ANNOTATIONS)
 OBJ = "request.?name.orValue('')"
 
 
@@ -75,6 +88,8 @@ class Row:
     annotations: tuple[str, ...] = ()
     finalizers: bool = False
     extra: str = ""  # one more condition of this row, CEL
+    #: the only keys of nsscaler's own that may change (annotations, labels); None: any under its domain
+    own_keys: tuple[str, ...] | None = None
 
 
 def _merge(trees: Iterable[Tree]) -> dict[str, Any]:
@@ -132,7 +147,8 @@ def workload_rows() -> list[Row]:
 
 def other_rows() -> list[Row]:
     """The writes of a run that are not freezes: statuses (job/cluster/write.py), the routes and the routes
-    finalizer (job/cluster/routes.py), the run Lease (job/cluster/lease.py)."""
+    finalizer (job/cluster/routes.py), the hold marks on Namespaces (job/cluster/hold.py), the run Lease
+    (job/cluster/lease.py)."""
     record = f"'{DOMAIN}/original-rules'"
     waker = (f"object.spec.rules.all(r, !has(r.backendRefs) || r.backendRefs.all(b, b.name == '{WAKER_SERVICE}' "
              f"&& 'namespace' in dyn(b) && dyn(b)['namespace'] == {OWN}))")
@@ -148,6 +164,15 @@ def other_rows() -> list[Row]:
         Row(hr.GROUP, hr.PLURAL, {"spec": {"rules": None}}, extra=f"({waker}) || ({restore})",
             says="on an HTTPRoute nsscaler may change only its rules, to send to the waker, or back as recorded "
                  "when it removes its record, and its own annotations and labels"),
+        # a Namespace's labels select what other policies apply there (the hold's own bindings, the waker's
+        # NetworkPolicy, Pod Security): only the hold mark's three keys may change, the label only to a mode
+        Row("", "namespaces", {}, own_keys=HOLD_KEYS,
+            extra=f"object.metadata.?labels[?'{LABEL_HOLD}'].orValue('{HOLD_MODES[0]}') in {list(HOLD_MODES)} && "
+                  f"object.metadata.?annotations[?'{ANNOTATION_HOLD_ACCOUNT}'].orValue(request.userInfo.username) "
+                  f"== request.userInfo.username",
+            says=f"on a Namespace nsscaler may change only its hold mark: the label {LABEL_HOLD} "
+                 f"({' or '.join(HOLD_MODES)}), the annotations {', '.join(HOLD_ANNOTATIONS)} (the account it "
+                 f"names: its own)"),
         Row("coordination.k8s.io", "leases", {"spec": None},
             extra=f"{NS} == {OWN} && {OBJ} == '{LEASE}'",
             says=f"the only Lease nsscaler writes is {LEASE}, in its own namespace"),
@@ -175,9 +200,11 @@ def same(new: str, old: str, tree: Tree) -> str:
     return " && ".join(f"({p})" for p in parts)
 
 
-def keys_kept(new: str, old: str, allowed: tuple[str, ...] = ()) -> str:
-    """CEL: the maps `new` and `old` differ only in keys under nsscaler's domain (and `allowed`)."""
-    ours = f"k.startsWith({_OWN})" + "".join(f" || k == '{a}'" for a in allowed)
+def keys_kept(new: str, old: str, allowed: tuple[str, ...] = (), *, own: tuple[str, ...] | None = None) -> str:
+    """CEL: the maps `new` and `old` differ only in keys under nsscaler's domain (only the keys `own`, when
+    given) and `allowed`."""
+    ours = (f"k.startsWith({_OWN})" if own is None else f"k in {list(own)}") + "".join(
+        f" || k == '{a}'" for a in allowed)
     return (f"{new}.all(k, {ours} || (k in {old} && {new}[k] == {old}[k])) && "
             f"{old}.all(k, {ours} || k in {new})")
 
@@ -187,8 +214,9 @@ def metadata_kept(row: Row) -> str:
     free: dict[str, Tree | None] = {**_SERVER_SET, "annotations": None, "labels": None}
     if row.finalizers:
         free["finalizers"] = None
-    parts = [same(new, old, free), keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations),
-             keys_kept(_get(new, "labels"), _get(old, "labels"))]
+    parts = [same(new, old, free),
+             keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations, own=row.own_keys),
+             keys_kept(_get(new, "labels"), _get(old, "labels"), own=row.own_keys)]
     if row.finalizers:
         parts.append(f"object.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}') == "
                      f"oldObject.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}')")
@@ -298,14 +326,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the file is not what the registry makes")
     args = parser.parse_args(argv)
-    text = rendered()
-    if args.check:
-        if not OUTPUT.exists() or OUTPUT.read_text() != text:
-            print(f"{OUTPUT.relative_to(ROOT)} is stale: run `make admission`", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text)
-    return 0
+    # here, not at the top: the hold's policy builds on this module's words (GROUP, SUB), so it imports this one
+    from devtools import hold_admission  # noqa: PLC0415
+
+    stale = 0
+    for output, text in ((OUTPUT, rendered()), (hold_admission.OUTPUT, hold_admission.rendered())):
+        if not args.check:
+            output.write_text(text)
+        elif not output.exists() or output.read_text() != text:
+            print(f"{output.relative_to(ROOT)} is stale: run `make admission`", file=sys.stderr)
+            stale = 1
+    return stale
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
 """The version tier (`make test-versions`): the compatibility suite (tests marked `versions`) against a real
 control plane of every supported Kubernetes minor, one after another, each with its own kubectl.
 
+The hold between runs (tests/e2e/test_hold.py: the admission policy `nsscaler-hold` against a real editor) is in
+the selection: what a ValidatingAdmissionPolicy may read (`namespaceObject`, optional fields in CEL) must hold on
+every supported version.
+
 Each version's build and test time and result are printed and written to build/test-versions.json (with the
 commit and the date), which is what the README's "Supported Kubernetes versions" table cites.
 """

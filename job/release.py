@@ -20,9 +20,11 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 
-from job.cluster import lease, own_cronjob, routes
+from job.cluster import lease, own_cronjob, read, routes
 from job.cluster.access import custom_kinds, preflight
+from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
+from job.decide import hold
 from job.decide import release as release_api
 from job.decide.actions import ActionResult, Verb
 from job.decide.decision import Decision
@@ -45,6 +47,8 @@ class ReleaseReport:
     passes: int = 0
     #: routes still pointed at the waker, each with why
     routes_left: list[str] = field(default_factory=list)
+    #: hold marks that could not be lifted, each with why
+    holds_left: list[str] = field(default_factory=list)
 
     @property
     def restored(self) -> int:
@@ -52,7 +56,7 @@ class ReleaseReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.left or self.routes_left else 0
+        return 1 if self.left or self.routes_left or self.holds_left else 0
 
 
 def _released(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
@@ -93,6 +97,8 @@ def release(kube: Kube, settings: Settings, *, now: dt.datetime) -> ReleaseRepor
     if settings.dry_run:
         raise StartupError(release_api.NEVER_A_DRY_RUN)
     stop_the_runs(kube, settings, now=now)
+    # every hold lifted before anything comes back (`job.decide.hold`, rule 4): no run writes one again now
+    holds_left = write_marks(kube, hold.lifted(read.namespaces(kube)), dry_run=False)
     started = time.monotonic()
     # every tier may wait its bounded time, and the tiers come one after another
     give_up = started + settings.restore_wait_in_run * (MAX_TIER + 1) + TIER_POLL_SECONDS
@@ -124,7 +130,7 @@ def release(kube: Kube, settings: Settings, *, now: dt.datetime) -> ReleaseRepor
     pointed = [f"the HTTPRoutes of {ns} still point at the waker: its workloads are not available yet"
                for ns in followed.waiting]
     return ReleaseReport(started=now, results=results, left=found, passes=passes,
-                         routes_left=[*followed.problems, *pointed])
+                         routes_left=[*followed.problems, *pointed], holds_left=holds_left)
 
 
 def log_report(report: ReleaseReport) -> None:
@@ -133,6 +139,8 @@ def log_report(report: ReleaseReport) -> None:
         log.error("left frozen: %s: %s", item.ref, item.why,
                   extra={"event": "release-left", "namespace": item.workload.namespace,
                          "kind": item.workload.kind.value, "workload": item.workload.name, "why": item.why})
+    for why in report.holds_left:
+        log.error("left held: %s", why, extra={"event": "release-left-hold"})
     for why in report.routes_left:
         log.error("left pointed at the waker: %s", why, extra={"event": "release-left-route"})
     failed = sum(1 for r in report.results if r.outcome == "failed")
@@ -140,7 +148,7 @@ def log_report(report: ReleaseReport) -> None:
             f"{len(report.left)} still frozen" + (f", {failed} writes failed" if failed else ""))
     fields = {"event": "release", "restored": report.restored, "left": len(report.left), "failed": failed,
               "passes": report.passes, "exit_code": report.exit_code}
-    if report.left or report.routes_left:
+    if report.left or report.routes_left or report.holds_left:
         log.error("%s: nsscaler is NOT released; fix what is named above and run the release again", text,
                   extra=fields)
     else:

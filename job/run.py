@@ -16,16 +16,17 @@ import datetime as dt
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from job.cluster import census as census_api
 from job.cluster import lease, own_cronjob, read, routes
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
+from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
 from job.cluster.write import DEADLINE, carry_out, send_events, write_statuses, write_wake_statuses
-from job.decide import budget, reads, tiers, waking
+from job.decide import budget, hold, reads, tiers, waking
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
 from job.decide.actions import ActionResult, Verb
@@ -137,37 +138,36 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
     try:
         snapshot = read_snapshot(kube, settings, now=now)
         stages.done("read")
-        snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
-        if any(decision.steps) or decision.needs:  # a run that writes: what it lacks is named before its first write
+        snapshot, decision, first, marks = _prepared(kube, snapshot, settings=settings, now=now)
+        if any(decision.steps) or decision.needs or marks:  # what a writing run lacks is named before it writes
             preflight(kube, settings, custom=custom_kinds(snapshot.workloads))
-        if not settings.dry_run and (any(decision.steps) or _records(snapshot, decision)):
+        if not settings.dry_run and (any(decision.steps) or _records(snapshot, decision) or marks):
             if not _may_write(kube, run_lease):
-                holder = str(run_lease.held_by)
-                send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings),
-                            now=now)
-                return replace(report, lease_held_by=holder)  # the counts: below
+                return _lease_held(kube, report, snapshot, run_lease, settings=settings, now=now)
             # under the Lease: a release marks the CronJob, then waits for the Lease, so no run writes past it
             own_cronjob.refuse_if_released(kube, settings.own_namespace)
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
-                snapshot = read_snapshot(kube, settings, now=now)
-                snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+                snapshot, decision, first, marks = _prepared(kube, read_snapshot(kube, settings, now=now),
+                                                             settings=settings, now=now)
         stages.done("decide")
-        if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
-            write_statuses(kube, _records(snapshot, decision))
         # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
         holding = (lambda: True) if settings.dry_run else run_lease.holding
+        # lifts first: a Wake's namespace opens at once
+        hold_problems = write_marks(kube, marks, dry_run=False, holding=holding)
+        if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
+            write_statuses(kube, _records(snapshot, decision))
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at, holding=holding)
         decision, results = _restore_tiers(kube, snapshot, decision, results, settings=settings, now=now,
                                            stop_at=stop_at, may_write=lambda: _may_write(kube, run_lease))
         followed = routes.follow_holds(kube, snapshot, decision, settings=settings, now=now,  # the last tier
-                                       may_write=lambda: _may_write(kube, run_lease))
+                                       may_write=lambda: _may_write(kube, run_lease), first=first)
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=with_late_routes(decision, followed.late),
                                         results=results, census=census, settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),
-                                   *followed.problems, *_lease_lost(run_lease, results)])
+                                   *followed.problems, *hold_problems, *_lease_lost(run_lease, results)])
         stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now, writes=run_lease.lost is None))
@@ -185,6 +185,30 @@ def _records(snapshot: Snapshot, decision: Decision) -> list[tuple[str, dict[str
     selection = decision.plan.selection
     histories = {n: p.wake_history for n, p in selection.policies.items()} if selection is not None else {}
     return budget.records_first([p for p in snapshot.policies if isinstance(p, Policy)], histories)
+
+
+def _lease_held(kube: Kube, report: RunReport, snapshot: Snapshot, run_lease: lease.RunLease, *,
+                settings: Settings, now: dt.datetime) -> RunReport:
+    """Another run held the Lease all the while: this one writes nothing but says so on the Wakes (exit 3)."""
+    holder = str(run_lease.held_by)
+    send_events(kube, events_api.of_lease_held(snapshot.wakes, holder=holder, settings=settings), now=now)
+    return replace(report, lease_held_by=holder)  # the counts: in `_run`'s finally
+
+
+def _prepared(kube: Kube, snapshot: Snapshot, *, settings: Settings,
+              now: dt.datetime) -> tuple[Snapshot, Decision, routes.FirstRead, list[hold.Mark]]:
+    """The decision, the routes' first read (the hosts the hold's words name) and the hold marks to write."""
+    snapshot, decision = _decided(kube, snapshot, settings=settings, now=now)
+    first = routes.first_read(kube, snapshot, decision, settings=settings)
+    return snapshot, decision, first, _hold_marks(snapshot, decision, settings=settings, now=now, hosts=first.hosts)
+
+
+def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
+                hosts: Mapping[str, Sequence[str]]) -> list[hold.Mark]:
+    """The hold marks to write (`job.decide.hold`); none in a dry run, which writes nothing. They are written
+    before anything else of the run: a Wake's namespace opens to its people first."""
+    return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now, hosts=hosts,
+                                                  account=hold.account_of(settings.own_namespace))
 
 
 def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,

@@ -54,6 +54,8 @@ def required_access(settings: Settings, *, custom: Iterable[KindHandler] = ()) -
     if not settings.dry_run:
         needed.append(Access(policy_api.GROUP, f"{policy_api.PLURAL}/status", "patch"))
         needed.append(Access(policy_api.GROUP, f"{wake_api.PLURAL}/status", "patch"))
+        # the hold mark (job/cluster/hold.py); the run's admission policy lets it change nothing else there
+        needed.append(Access("", "namespaces", "patch"))
         if settings.events:
             needed.append(Access("", "events", "create"))
     return list(dict.fromkeys(needed))  # once each, however many reasons ask for it

@@ -63,6 +63,41 @@ def _routes(kube: Kube, opted: dict[str, str]) -> list[dict[str, Any]] | None:
     return list(found.values())
 
 
+@dataclass(frozen=True)
+class FirstRead:
+    """The routes as a run first reads them (`first_read`), before its first write: the hold's words name the hosts
+    of the namespaces that wake on request (`hosts`), and `follow_holds` starts from the same read."""
+
+    #: False: no route is read this run (a dry run, or no policy wakes on request nor carries the finalizer)
+    read: bool = False
+    #: None: the cluster serves no HTTPRoute (or nsscaler may not read them and no policy opted in)
+    routes: list[dict[str, Any]] | None = None
+    error: ApiError | None = None
+
+    @property
+    def hosts(self) -> dict[str, tuple[str, ...]]:
+        return decide.hosts(self.routes or [])
+
+
+def first_read(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings) -> FirstRead:
+    """The first read of `follow_holds`, taken early: the same requests, no more."""
+    opted = decide.opted_in(decision.plan.held_by, snapshot.policies)
+    if settings.dry_run or not decide.sweep_needed(opted, [*snapshot.policies, *snapshot.leaving]):
+        return FirstRead()
+    try:
+        return FirstRead(read=True, routes=_routes(kube, opted))
+    except ApiError as exc:
+        return FirstRead(read=True, error=exc)
+
+
+def _first(kube: Kube, opted: dict[str, str], first: FirstRead | None) -> list[dict[str, Any]] | None:
+    if first is None or not first.read:
+        return _routes(kube, opted)
+    if first.error is not None:
+        raise first.error
+    return first.routes
+
+
 def _not_awake(kube: Kube, snapshot: Snapshot, namespaces: Sequence[str]) -> dict[str, tuple[str, ...]]:
     handlers: dict[str, KindHandler] = {str(k): h for k, h in BUILTIN.items()}
     handlers |= {str(w.kind): w.handler for w in snapshot.workloads if isinstance(w.handler, KindHandler)}
@@ -70,10 +105,10 @@ def _not_awake(kube: Kube, snapshot: Snapshot, namespaces: Sequence[str]) -> dic
 
 
 def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
-                 may_write: Callable[[], bool] = lambda: True) -> RoutesDone:
+                 may_write: Callable[[], bool] = lambda: True, first: FirstRead | None = None) -> RoutesDone:
     """Point the routes of held, opted-in namespaces at the waker; restore those of awake ones. Before its first
     write it asks `may_write` (the run Lease): if another run holds it, that run follows the routes. Reads no
-    route at all while no policy wakes on request or carries the routes finalizer (none can carry a record)."""
+    route while no policy wakes on request or carries the routes finalizer; `first`: the run's `first_read`."""
     if settings.dry_run:
         return RoutesDone()
     waker = hr.Waker(namespace=settings.own_namespace or "nsscaler")
@@ -84,7 +119,7 @@ def follow_holds(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings
         return done
     started, waits = time.monotonic(), decide.waits_of(policies)
     try:
-        routes = _routes(kube, opted)
+        routes = _first(kube, opted, first)
         if routes is None:
             if opted:  # 404 only: a 403 with a policy opted in is raised, and said below
                 done.problems.append("policies wake on request but this cluster serves no Gateway API HTTPRoute "

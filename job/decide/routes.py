@@ -203,6 +203,16 @@ def _late(routes: Sequence[dict[str, Any]], late: Mapping[tuple[str, str], list[
             for (ns, policy), names in sorted(late.items())]
 
 
+def hosts(routes: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Per namespace, the hostnames its routes answer for (`spec.hostnames`), sorted, once each: where a person
+    opens a namespace that wakes on request."""
+    out: dict[str, set[str]] = {}
+    for route in routes:
+        names = (route.get("spec") or {}).get("hostnames") or []
+        out.setdefault(route["metadata"]["namespace"], set()).update(str(n) for n in names)
+    return {ns: tuple(sorted(names)) for ns, names in out.items() if names}
+
+
 def sweep_needed(opted: Mapping[str, str], policies: Iterable[Policy | InvalidPolicy]) -> bool:
     """Whether any route can carry a record or must be pointed (rule 4): a held namespace opted in, or a policy
     (valid, invalid or leaving) that carries the finalizer. Otherwise the run reads no route at all."""

@@ -73,3 +73,20 @@ OWN_CRONJOB = "nsscaler"
 #: (RFC 3339). A run started from a CronJob that carries it (by hand, by the waker) freezes nothing and exits 2: a
 #: suspended CronJob alone may be a pause, after which a run by hand is still wanted; a released one never runs
 ANNOTATION_RELEASED = f"{DOMAIN}/released"
+
+#: on a held Namespace (the hold, docs/operating/hold.md): how the admission policy `nsscaler-hold` treats requests
+#: that would start Pods there, "deny" or "warn" (its bindings select namespaces by this label's value). Written by
+#: a run only when the namespace's hold changes; removed first when a Wake wakes it, and by `nsscaler release`
+LABEL_HOLD = f"{DOMAIN}/hold"
+#: the values of `LABEL_HOLD` (a policy's `spec.hold` but "off", which writes no mark)
+HOLD_MODES = ("deny", "warn")
+#: on a held Namespace: the words a refused request reads after what it tried (who holds it, until when, how to wake it)
+ANNOTATION_HOLD = f"{DOMAIN}/held"
+#: on a held Namespace: the resources its holders freeze, as " deployments.apps cronjobs.batch " (spaces around each,
+#: so that the admission policy finds one with a plain `contains`); a kind outside it is the policy's to leave alone
+ANNOTATION_HOLD_KINDS = f"{DOMAIN}/hold-kinds"
+#: on a held Namespace: the user name of nsscaler's own ServiceAccount, the one account the hold lets by there (its
+#: restores). Read from the mark, not matched by name: a ServiceAccount called nsscaler in another namespace is held
+ANNOTATION_HOLD_ACCOUNT = f"{DOMAIN}/hold-account"
+#: the hold mark's annotations, all written and lifted together
+HOLD_ANNOTATIONS = (ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, ANNOTATION_HOLD_ACCOUNT)

@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -164,6 +164,9 @@ class PolicySpec(BaseModel):
     restore_order: tuple[Kind, ...] = Field(default=(), max_length=MAX_KINDS)
     #: how long a restore tier waits for the earlier ones to be available before it comes back anyway
     restore_wait: str = "5m"
+    #: between runs, what the API server does with a request that would start Pods in a namespace this policy holds
+    #: (`job.decide.hold`): refuse it, admit it with a warning, or nothing. Absent from the Go operator's CRs: "deny"
+    hold: Literal["deny", "warn", "off"] = "deny"
 
     @field_validator("restore_wait")
     @classmethod

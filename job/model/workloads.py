@@ -22,6 +22,8 @@ from job.model.marks import (
     ANNOTATION_RESTORE_TIER,
     ANNOTATION_SCALED_BY,
     FIELD_MANAGER,
+    HOLD_ANNOTATIONS,
+    LABEL_HOLD,
     LABEL_SCALED,
 )
 from job.model.resources import footprint_of, parse_record
@@ -32,6 +34,8 @@ class Namespace:
     name: str
     terminating: bool = False
     created: dt.datetime | None = None  # creationTimestamp: the first activity of a namespace
+    #: the hold mark as the namespace carries it (`hold_mark`; empty: none), so a run writes it only when it changes
+    hold: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +258,15 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
 def namespace_from_api(obj: dict[str, Any]) -> Namespace:
     meta = obj["metadata"]
     return Namespace(name=meta["name"], terminating=bool(meta.get("deletionTimestamp")),
-                     created=parse_time(meta.get("creationTimestamp")))
+                     created=parse_time(meta.get("creationTimestamp")), hold=hold_mark(meta))
+
+
+def hold_mark(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The hold mark of a Namespace's metadata: its label and annotations, sorted (`job.decide.hold`)."""
+    found = {**{k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_HOLD},
+             **{k: v for k, v in (meta.get("annotations") or {}).items()
+                if k in HOLD_ANNOTATIONS}}
+    return tuple(sorted((k, str(v)) for k, v in found.items()))
 
 
 def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ route swap) still goes through, as the account itself."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +23,15 @@ from devtools.cluster import controlplane
 from job.cluster.kube import Kube
 from job.model.marks import (
     AGGREGATE_LABEL,
+    ANNOTATION_HOLD,
     ANNOTATION_ORIGINAL_RULES,
     ANNOTATION_RELEASED,
+    LABEL_HOLD,
     OWN_CRONJOB,
     WAKER_SERVICE,
 )
 from job.waker import actions
+from job.waker.answer import Door, Request
 from tests.conftest import ROOT
 from tests.e2e.test_install import kubectl_run
 from tests.gateway import gateway_crds, httproute, ready_pods
@@ -239,12 +243,15 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_every_kind_inside_the_policy(
             [0, 0, 0, 0, True, True]
         assert held["DaemonSet"][0] and held["StatefulSet"][1]["whenScaled"] == "Retain"
         assert held["ScaledObject"]["autoscaling.keda.sh/paused-replicas"] == "0"
+        # the hold mark on its Namespace is a write of the run too, inside the policy (and its RBAC)
+        assert api.get("Namespace", ns)["metadata"]["labels"][LABEL_HOLD] == "deny"
         api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
         first = run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", kubeconfig=nsscaler.kubeconfig)
         assert first.exit_code == 0, first.stderr
         make_db_ready(api, ns)
         last = run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", kubeconfig=nsscaler.kubeconfig)
         assert last.exit_code == 0, last.stderr
+        assert LABEL_HOLD not in (api.get("Namespace", ns)["metadata"].get("labels") or {})
         after = state(api, ns)
         assert after == before, json.dumps({k: (before[k], after[k]) for k in before if before[k] != after[k]})
         assert claims(api, ns) == ["data-db-0"]
@@ -288,6 +295,50 @@ def test_the_route_swap_as_nsscaler_fits_inside_the_policy(api: AdminApi, nsscal
     finally:
         api.delete("NSScaler", name)
 
+
+
+@pytest.mark.usefixtures("crd", "gateway_crds", "runs_cleaned")
+def test_a_request_s_wake_of_a_held_namespace_as_the_waker_and_nsscaler_send_it_lifts_the_hold_first(
+        api: AdminApi, nsscaler: Stolen, waker: Stolen, run_job: Any, prefix: str) -> None:
+    """What the node tier's wake-on-request test does, on the API without a node: the policy wakes on request
+    and holds the namespace (its mark names the route's host), the waker's own code writes the Wake with its
+    token, and the run (as nsscaler's account, as the waker's Job runs it) lifts the mark before anything else,
+    restores through the hold in force, and exits 0; the route comes back once the app is available."""
+    held, other = prefix + "v1", prefix + "v3"
+    for ns in (held, other, prefix + "v2"):
+        api.create(builders.namespace(ns))
+    api.create(builders.deployment(held, "web", 1))
+    api.create(httproute(held, "shop", hostname="v1.shop.example", rules=rules()))
+    before = api.get("HTTPRoute", "shop", held)["spec"]
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix + "v", ["2"], wake={"on_request": True, "max_duration": "1h"}))
+    args = ("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0")
+    try:
+        frozen = run_job(*args, kubeconfig=nsscaler.kubeconfig)
+        assert frozen.exit_code == 0, frozen.stderr
+        marked = api.get("Namespace", held)["metadata"]
+        assert marked["labels"][LABEL_HOLD] == "deny"
+        assert "open v1.shop.example in a browser: it wakes on request" in marked["annotations"][ANNOTATION_HOLD]
+        assert api.get("Namespace", other)["metadata"]["labels"][LABEL_HOLD] == "deny"
+
+        kube = Kube.as_user(kubeconfig=waker.kubeconfig, context=None)
+        door = Door(name, "1h", click=False)  # what `actions.door_of` finds: its policy, its max_duration
+        request = Request("GET", "v1.shop.example", "/", {"Host": "v1.shop.example"})
+        assert actions.wake(kube, held, door, request, identity=f"system:serviceaccount:{NAMESPACE}:nsscaler-waker",
+                            now=dt.datetime.now(dt.UTC))
+        woken = run_job(*args, kubeconfig=nsscaler.kubeconfig)  # what the waker's Job runs
+        assert woken.exit_code == 0, woken.stderr
+        assert LABEL_HOLD not in (api.get("Namespace", held)["metadata"].get("labels") or {})
+        assert api.get("Namespace", other)["metadata"]["labels"][LABEL_HOLD] == "deny"  # still held
+        assert api.replicas("Deployment", held, "web") == 1
+        ready_pods(api, held, "app=web")
+        wait_until(lambda: (api.get("Deployment", "web", held).get("status") or {}).get("availableReplicas") == 1,
+                   what="web available")
+        back = run_job(*args, kubeconfig=nsscaler.kubeconfig)
+        assert back.exit_code == 0, back.stderr
+        assert api.get("HTTPRoute", "shop", held)["spec"] == before
+    finally:
+        api.delete("NSScaler", name)
 
 
 def test_a_stolen_nsscaler_token_may_only_suspend_and_mark_its_own_cronjob(api: AdminApi, nsscaler: Stolen) -> None:

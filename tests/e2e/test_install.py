@@ -14,9 +14,16 @@ import pytest
 import requests
 import yaml
 
-from devtools import builders
+from devtools import admission, builders
 from devtools.builders import AdminApi, wait_until
 from job.cluster.access import required_access
+from job.model.marks import (
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_KINDS,
+    HOLD_ANNOTATIONS,
+    LABEL_HOLD,
+)
 from job.model.settings import Settings
 from tests import crds
 from tests.conftest import ROOT, kubectl, make_family
@@ -121,7 +128,7 @@ def test_job_as_the_overlays_service_account_freezes_restores_and_writes_status(
 
 
 @pytest.mark.versions
-def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeconfig):
+def test_service_account_has_exactly_what_the_job_needs(control_plane, api: AdminApi, sa_kubeconfig, prefix):
     token = yaml.safe_load(sa_kubeconfig.read_text())["users"][0]["user"]["token"]
     http = requests.Session()
     http.trust_env = False
@@ -142,7 +149,7 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeco
     for access in required_access(Settings(_cli_parse_args=[])):
         assert allowed(access.group, access.resource, access.verb), f"the job needs {access}"
     denied = [("apps", "deployments", "delete"), ("", "secrets", "get"), ("", "secrets", "list"),
-              ("", "namespaces", "patch"), ("", "namespaces", "delete"),
+              ("", "namespaces", "update"), ("", "namespaces", "delete"), ("", "namespaces", "create"),
               ("rbac.authorization.k8s.io", "rolebindings", "create"),
               ("rbac.authorization.k8s.io", "clusterrolebindings", "create"),
               ("rbac.authorization.k8s.io", "clusterroles", "escalate"), ("", "users", "impersonate"),
@@ -155,13 +162,58 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, sa_kubeco
     server = control_plane.server
     assert http.delete(f"{server}/apis/apps/v1/namespaces/default/deployments/anything", timeout=10).status_code == 403
     assert http.get(f"{server}/api/v1/namespaces/{NAMESPACE}/secrets", timeout=10).status_code == 403
-    assert http.patch(f"{server}/api/v1/namespaces/default", json={"metadata": {"labels": {"x": "y"}}},
-                      headers={"Content-Type": "application/merge-patch+json"}, timeout=10).status_code == 403
+    assert_namespace_writes_are_only_the_hold_mark(control_plane, api, http, prefix)
     crb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "x"},
            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
            "subjects": [{"kind": "ServiceAccount", "name": "nsscaler", "namespace": NAMESPACE}]}
     assert http.post(f"{server}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=crb,
                      timeout=10).status_code == 403
+
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def assert_namespace_writes_are_only_the_hold_mark(control_plane, api: AdminApi, http: requests.Session,
+                                                   prefix: str) -> None:
+    """nsscaler may patch Namespaces (RBAC cannot say which keys): the run's admission policy lets its account
+    change only the hold mark there. Each refusal below changes the Namespace if admitted (none is a no-op: the
+    label is absent before), and comes from the policy, not from RBAC."""
+    ns = prefix + "marked"
+    api.create(builders.namespace(ns))
+    url = f"{control_plane.server}/api/v1/namespaces/{ns}"
+
+    def patch(body: dict[str, Any], **params: str) -> requests.Response:
+        return http.patch(url, json={"metadata": body}, headers=MERGE, params=params, timeout=10)
+
+    # the policy takes effect a moment after `kubectl apply`: wait for it on a dry run, never on a write
+    wait_until(lambda: patch({"labels": {"x": "y"}}, dryRun="All").status_code == 403,
+               what=f"{admission.NAME} to take effect")
+    for foreign in ({"labels": {"x": "y"}}, {"annotations": {"x": "y"}},
+                    {"labels": {"nsscaler.wubw.fun/gateway": "true"}},  # the waker's NetworkPolicy selects by it
+                    {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+                    {"labels": {LABEL_HOLD: "anything"}},  # the hold's bindings select only deny and warn
+                    {"labels": {LABEL_HOLD: "deny", "x": "y"}},
+                    # the one account the hold lets by is nsscaler's own: it may name no other
+                    {"annotations": {ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{prefix}x:nsscaler"}}):
+        refused = patch(foreign)
+        assert refused.status_code == 403, (foreign, refused.status_code, refused.text[:500])
+        assert f"ValidatingAdmissionPolicy '{admission.NAME}'" in refused.json()["message"], refused.text[:500]
+    labels = api.get("Namespace", ns)["metadata"].get("labels") or {}
+    assert "x" not in labels and LABEL_HOLD not in labels, labels
+    # what a run writes there passes, and so does lifting it
+    mark = {"labels": {LABEL_HOLD: "deny"}, "annotations": {
+        ANNOTATION_HOLD: "held", ANNOTATION_HOLD_KINDS: " x ",
+        ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{NAMESPACE}:nsscaler"}}
+    assert patch(mark).status_code == 200
+    assert api.get("Namespace", ns)["metadata"]["labels"][LABEL_HOLD] == "deny"
+    lifted = {"labels": {LABEL_HOLD: None}, "annotations": dict.fromkeys(HOLD_ANNOTATIONS)}
+    assert patch(lifted).status_code == 200
+    assert LABEL_HOLD not in (api.get("Namespace", ns)["metadata"].get("labels") or {})
+    # nor in kube-system, nor its own namespace
+    for other in ("kube-system", NAMESPACE):
+        refused = http.patch(f"{control_plane.server}/api/v1/namespaces/{other}", json={"metadata": mark},
+                             headers=MERGE, timeout=10)
+        assert refused.status_code == 403, (other, refused.text[:500])
 
 
 @pytest.mark.versions

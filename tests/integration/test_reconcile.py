@@ -14,6 +14,7 @@ from job.model.marks import (
     ANNOTATION_ORIGINAL_REPLICAS,
     ANNOTATION_SCALED_BY,
     FIELD_MANAGER,
+    LABEL_HOLD,
     LABEL_SCALED,
 )
 from tests.conftest import ROOT, make_family
@@ -202,11 +203,36 @@ def test_dry_run_changes_nothing(api: AdminApi, run_job, prefix, how):
 
 
 @pytest.mark.usefixtures("settled_cluster")
-def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, run_job, prefix):
+def test_request_counts_stay_flat_as_namespaces_grow(api: AdminApi, control_plane, run_job, prefix, admin_token,
+                                                     tmp_path):
+    """Steady states compared: a run that finds its family as the last run left it sends the same requests for 3
+    held namespaces as for 33. Between them, the run that first meets the 30 new ones writes exactly one hold mark
+    on each of them (and none on the 3 marked before): what a new held namespace costs once."""
     make_family(api, prefix, {f"n{i}": {"d-web": 0} for i in range(3)})
     api.create(builders.nsscaler(f"{prefix}p", prefix, []))
+    assert run_job().exit_code == 0  # the first run marks the 3 held namespaces (and the token's own, `sa`)
     small = run_job().requests
     make_family(api, prefix, {f"m{i}": {"d-web": 0} for i in range(30)})
+    marked: list[str] = []
+
+    def record(method: str, path: str) -> None:
+        bare = path.split("?", maxsplit=1)[0]
+        if method == "PATCH" and bare.startswith("/api/v1/namespaces/") and bare.count("/") == 4:
+            marked.append(bare.rsplit("/", 1)[1])
+
+    with FaultProxy(control_plane, fraction=0.0, before_forward=record) as proxy:
+        grown = run_job(kubeconfig=proxy.kubeconfig(tmp_path / "proxy", admin_token))
+    assert grown.exit_code == 0, grown.stderr
+    assert sorted(marked) == sorted(f"{prefix}m{i}" for i in range(30)), marked  # once each, the new ones only
+    for i in range(30):
+        assert api.get("Namespace", f"{prefix}m{i}")["metadata"]["labels"][LABEL_HOLD] == "deny"
+    # beyond the marks, a run that writes them is a run that writes: it names what it lacks first (one access
+    # review) and takes the run Lease (its GETs and PATCHes, counted apart: `release` lifts every mark under it)
+    assert grown.report["summary"]["lease_requests"], grown.report["summary"]
+    besides = grown.requests_besides_the_lease
+    assert besides.pop("patch") == len(marked) + small["patch"], grown.requests
+    assert besides == {**{k: v for k, v in small.items() if k != "patch"}, "create": 1}, (besides, small)
+
     large = run_job().requests
     assert small == large, (small, large)
     assert large.pop("version") == 1  # the server's version, read once at the start

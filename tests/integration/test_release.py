@@ -29,6 +29,7 @@ from job.model.marks import (
     FINALIZER_ROUTES,
     OWN_CRONJOB,
 )
+from job.model.workloads import hold_mark
 from job.waker import actions
 from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, kubectl, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
@@ -107,6 +108,12 @@ def marks_left(api: AdminApi, prefix: str) -> list[str]:
     return found
 
 
+def holds(api: AdminApi, prefix: str) -> list[str]:
+    """The family's Namespaces carrying any part of the hold mark (docs/operating/hold.md)."""
+    return sorted(n["metadata"]["name"] for n in api.list("Namespace")
+                  if n["metadata"]["name"].startswith(prefix) and hold_mark(n["metadata"]))
+
+
 def release(kubeconfig: Path, *args: str) -> tuple[int, str]:
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -137,10 +144,12 @@ def freeze_three_policies(api: AdminApi, run_job: Any, prefix: str) -> tuple[dic
 def test_release_gives_back_every_workload_of_every_kind_across_all_policies(api: AdminApi, run_job, prefix,
                                                                           control_plane: ControlPlane):
     before, _ = freeze_three_policies(api, run_job, prefix)
+    assert holds(api, prefix) == [f"{prefix}a-v1"]  # b's policy is suspended, c keeps both running
 
     code, err = release(control_plane.admin_kubeconfig)
 
     assert code == 0, err
+    assert holds(api, prefix) == []  # no hold mark is left on any Namespace
     assert family(api, prefix) == before
     assert marks_left(api, prefix) == []
     assert "every workload nsscaler held is back, no record left" in err

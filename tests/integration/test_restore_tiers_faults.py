@@ -200,8 +200,9 @@ def test_sigkill_mid_restore_across_tiers_loses_nothing(api: AdminApi, control_p
             api.patch("NSScaler", policy, {"spec": {"active_namespace_suffixes": [str(i) for i in range(NAMESPACES)]}})
             n, lands = rng.randint(1, RESTORE_PATCHES), rng.random() < 0.5
             where = f"kill {attempt} at restore PATCH {n} (lands: {lands}; FAULT_SEED={seed})"
-            # workload PATCHes go to namespaced paths; the NSScaler's status PATCH (cluster-scoped) does not
-            kill = KillAt(method="PATCH", path_part="/namespaces/", n=n, lands=lands).on(proxy)
+            # workload PATCHes go to the apps group's namespaced paths; the NSScaler's status PATCH (cluster-scoped)
+            # and the hold's marks (PATCHes of the Namespaces themselves, /api/v1/namespaces/<ns>) do not
+            kill = KillAt(method="PATCH", path_part="/apis/apps/v1/namespaces/", n=n, lands=lands).on(proxy)
             kill.start(proxied)
             assert kill.wait() == -signal.SIGKILL and kill.killed.is_set(), f"{where}: the run ended first"
             proxy.wait_idle()

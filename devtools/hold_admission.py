@@ -1,0 +1,252 @@
+"""Generate the admission policy that keeps a held namespace held between runs, from the kind registry:
+`kustomize/base/hold-admission.yaml` (docs/operating/hold.md).
+
+What would start Pods again is read from the same handlers that freeze (`job.model.kinds.BUILTIN`): each leaf of
+a kind's freeze patch (`frozen_body`) is the field the hold guards, and its frozen value says how:
+- a count frozen at 0 (`spec.replicas`): it may not rise, on the object nor through its `/scale` subresource (kubectl
+  scale, an HPA), and a new object may not start above 0 (absent counts as 1, the API server's default);
+- a switch frozen on (`spec.suspend`): it may not be turned off, and a new object must be created with it on;
+- a key of a map set to a value no node carries (a DaemonSet's own node-selector key): it may not go, and a new
+  object must carry it.
+On every kind: nsscaler's record (`nsscaler.wubw.fun/...` annotations it writes, the `scaled` label) may not be
+removed or changed by hand. A bare Pod may not be created. Scale-downs, deletes and every other change pass.
+
+Who passes anyway: nsscaler's own ServiceAccount (its restores), the one the namespace's mark names (never
+another ServiceAccount of the same name, which a namespace admin could make and bind), a cluster admin
+(`system:masters`: trusted, and the way in when something goes wrong; a GitOps tool's ServiceAccount bound to
+cluster-admin is not in that group, and is held), a workload annotated
+`nsscaler.wubw.fun/exclude=true`, a kind none of the namespace's holders freezes (its `hold-kinds` mark), and
+the cluster's controllers making what a controller makes: an object with a controller ownerReference, sent by
+kube-controller-manager, a node (mirror Pods), or a ServiceAccount of another namespace (an operator's). A frozen
+owner makes nothing; what an unfrozen owner (an excluded one, a kind the policy leaves) makes must come up.
+
+The policy matches only namespaces carrying the hold mark (`job.decide.hold`); its two bindings choose by the
+mark's value: "deny" refuses, "warn" admits with a warning and an audit annotation.
+
+`python -m devtools.admission` writes it with the run's policy (`make admission`); `--check` fails when stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from devtools.admission import GROUP, ROOT, SUB
+from job.model.kinds import BUILTIN, KindHandler
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_KINDS,
+    ANNOTATION_RESTORE_TIER,
+    DOMAIN,
+    HOLD_MODES,
+    LABEL_HOLD,
+    LABEL_SCALED,
+)
+
+OUTPUT = ROOT / "kustomize" / "base" / "hold-admission.yaml"
+NAME = "nsscaler-hold"
+#: the binding per mode of `spec.hold`, and what the API server does with a request that fails
+MODES = dict(zip(HOLD_MODES, (["Deny"], ["Warn", "Audit"]), strict=True))
+#: nsscaler.wubw.fun annotations a person sets: not part of the record
+USER_KEYS = (ANNOTATION_EXCLUDE, ANNOTATION_RESTORE_TIER)
+#: cluster admins are trusted (docs/operating/security.md) and keep a way in that no mark closes: break-glass
+MASTERS = "system:masters"
+#: the API server's default of a count left out of a new object (`replicas`)
+DEFAULT_COUNT = 1
+
+RESOURCE = f"request.resource.resource + '.' + {GROUP}"
+EXCLUDED = f"object.metadata.?annotations[?'{ANNOTATION_EXCLUDE}'].orValue('') == 'true'"
+#: made by a controller: what a frozen owner never makes, and an unfrozen one must
+BY_CONTROLLER = (
+    "(object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false)) && "
+    "(request.userInfo.username == 'system:kube-controller-manager' || "
+    "request.userInfo.username.startsWith('system:node:') || "
+    "(request.userInfo.username.startsWith('system:serviceaccount:') && "
+    "request.userInfo.username.split(':')[2] != request.namespace)))")
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """One field a freeze sets on a kind: where it is, its frozen value."""
+
+    handler: KindHandler
+    path: tuple[str, ...]
+    frozen: Any
+
+    @property
+    def resource(self) -> str:
+        return f"{self.handler.plural}.{self.handler.group}"
+
+
+def _leaves(body: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    out = []
+    for key, value in body.items():
+        out += _leaves(value, (*path, key)) if isinstance(value, Mapping) else [((*path, key), value)]
+    return out
+
+
+def guarded() -> list[Guarded]:
+    """Every field a built-in kind's freeze sets, but its record (metadata)."""
+    return [Guarded(h, path, value) for h in BUILTIN.values()
+            for path, value in _leaves(h.frozen_body()) if path[0] != "metadata"]
+
+
+def _at(obj: str, path: tuple[str, ...], default: str) -> str:
+    """CEL: the field at `path` of `obj`, `default` where any part is missing."""
+    parts = "".join(f".?{p}" if p.isidentifier() else f"[?'{p}']" for p in path)
+    return f"{obj}{parts}.orValue({default})"
+
+
+def _is(resources: list[str], *, sub: str = "") -> str:
+    return f"{RESOURCE} in {resources} && {SUB} == '{sub}'"
+
+
+def _validation(expression: str, message: str) -> dict[str, str]:
+    return {"expression": expression, "messageExpression": message, "reason": "Forbidden"}
+
+
+def _refused(words: str, after: str = "") -> str:
+    """CEL: what a refused request reads: what it tried, then the namespace's own words (its mark)."""
+    # double-quoted CEL literals: the words quote keys with single quotes
+    return f'"{words} " + variables.target + "{after} is refused: " + variables.held'
+
+
+
+def count_rules(fields: list[Guarded]) -> list[dict[str, str]]:
+    """A count frozen at 0 never rises: on the object, through /scale, in a new object."""
+    out = []
+    for g in fields:
+        new, old = _at("object", g.path, str(DEFAULT_COUNT)), _at("oldObject", g.path, str(DEFAULT_COUNT))
+        free = f"!variables.frozenKind || {EXCLUDED} || {BY_CONTROLLER}"
+        out += [
+            _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || {new} <= {old}",
+                        _refused(f"raising {'.'.join(g.path)} of")),
+            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {free} || {new} == 0",
+                        _refused("creating", f" with {'.'.join(g.path)} above 0")),
+        ]
+    scaled = sorted({g.resource for g in fields})
+    # a Scale carries no annotation and no owner: only the namespace's kinds tell (an excluded workload is
+    # scaled on the object itself)
+    out.append(_validation(
+        f"request.operation != 'UPDATE' || !({_is(scaled, sub='scale')}) || !variables.frozenKind || "
+        f"object.spec.?replicas.orValue(0) <= oldObject.spec.?replicas.orValue(0)",
+        _refused("scaling up", " (its scale subresource: kubectl scale, an HPA)")))
+    return out
+
+
+def switch_rules(fields: list[Guarded]) -> list[dict[str, str]]:
+    """A switch frozen on is never turned off, and a new object starts with it on."""
+    out = []
+    for g in fields:
+        frozen = "true" if g.frozen is True else "false"
+        new, old = _at("object", g.path, "false"), _at("oldObject", g.path, "false")
+        free = f"!variables.frozenKind || {EXCLUDED} || {BY_CONTROLLER}"
+        out += [
+            _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || "
+                        f"{old} != {frozen} || {new} == {frozen}", _refused(f"turning off {'.'.join(g.path)} of")),
+            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {free} || {new} == {frozen}",
+                        _refused("creating", f" without {'.'.join(g.path)}: {frozen} (it would start Pods)")),
+        ]
+    return out
+
+
+def key_rules(fields: list[Guarded]) -> list[dict[str, str]]:
+    """A key set to a value no node carries stays, and a new object carries it."""
+    out = []
+    for g in fields:
+        new, old = _at("object", g.path, "''"), _at("oldObject", g.path, "''")
+        free = f"!variables.frozenKind || {EXCLUDED} || {BY_CONTROLLER}"
+        where = f"{'.'.join(g.path[:-1])}['{g.path[-1]}']"
+        out += [
+            _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || "
+                        f"{old} != '{g.frozen}' || {new} == '{g.frozen}'", _refused(f"removing {where} of")),
+            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {free} || "
+                        f"{new} == '{g.frozen}'",
+                        _refused("creating", f" without {where}: {g.frozen} (it would start Pods)")),
+        ]
+    return out
+
+
+def record_rule(resources: list[str]) -> dict[str, str]:
+    """nsscaler's record stays as nsscaler wrote it: its label, and every annotation of its own but a person's."""
+    ours = f"k.startsWith('{DOMAIN}/') && !(k in {list(USER_KEYS)})"
+    new_ann, old_ann = "object.metadata.?annotations.orValue({})", "oldObject.metadata.?annotations.orValue({})"
+    label, old_label = (_at(o, ("metadata", "labels", LABEL_SCALED), "''") for o in ("object", "oldObject"))
+    kept = (f"{label} == 'true' && "
+            f"{old_ann}.all(k, !({ours}) || (k in {new_ann} && {new_ann}[k] == {old_ann}[k]))")
+    return _validation(
+        f"request.operation != 'UPDATE' || !({_is(resources)}) || {EXCLUDED} || "
+        f"{old_label} != 'true' || ({kept})",
+        _refused(f"removing or changing the record of nsscaler ({DOMAIN}/... annotations, label {LABEL_SCALED}) of"))
+
+
+def pod_rule() -> dict[str, str]:
+    return _validation(f"request.operation != 'CREATE' || !({_is(['pods.'])}) || {BY_CONTROLLER}",
+                       _refused("creating the bare Pod", " (no controller of a running workload owns it)"))
+
+
+def _rules(fields: list[Guarded]) -> list[dict[str, Any]]:
+    groups: dict[str, set[str]] = {}
+    for g in fields:
+        groups.setdefault(g.handler.group, set()).add(g.handler.plural)
+        if isinstance(g.frozen, int) and not isinstance(g.frozen, bool):
+            groups[g.handler.group].add(f"{g.handler.plural}/scale")
+    rules = [{"apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+              "resources": sorted(plurals), "scope": "Namespaced"} for group, plurals in sorted(groups.items())]
+    return [*rules, {"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["pods"],
+                     "scope": "Namespaced"}]
+
+
+def policy() -> list[dict[str, Any]]:
+    fields = guarded()
+    counts = [g for g in fields if isinstance(g.frozen, int) and not isinstance(g.frozen, bool)]
+    switches = [g for g in fields if isinstance(g.frozen, bool)]
+    keys = [g for g in fields if isinstance(g.frozen, str)]
+    assert len(counts) + len(switches) + len(keys) == len(fields), "a freeze of a new shape: teach the hold it"
+    held = "namespaceObject.metadata.?annotations"
+    variables = [
+        # nsscaler's own account, as the mark names it: one ServiceAccount, never another of the same name
+        {"name": "itself", "expression": f"request.userInfo.username == "
+                                         f"{held}[?'{ANNOTATION_HOLD_ACCOUNT}'].orValue('')"},
+        {"name": "held", "expression": f"{held}[?'{ANNOTATION_HOLD}'].orValue('namespace ' + request.namespace + "
+                                       f"' is held by nsscaler')"},
+        {"name": "frozenKind", "expression": f"{held}[?'{ANNOTATION_HOLD_KINDS}'].orValue('')"
+                                             f".contains(' ' + {RESOURCE} + ' ')"},
+        {"name": "target", "expression": "request.resource.resource + ' ' + (request.?name.orValue('') != '' ? "
+                                         "request.name : object.metadata.?generateName.orValue(''))"},
+    ]
+    validations = [{**v, "expression": f"variables.itself || ({v['expression']})"} for v in [
+        *count_rules(counts), *switch_rules(switches), *key_rules(keys),
+        record_rule(sorted({g.resource for g in fields})), pod_rule()]]
+    selector = {"matchExpressions": [{"key": LABEL_HOLD, "operator": "In", "values": sorted(MODES)}]}
+    spec = {"failurePolicy": "Fail",
+            "matchConstraints": {"namespaceSelector": selector, "resourceRules": _rules(fields)},
+            "matchConditions": [{"name": "not-a-cluster-admin",
+                                 "expression": f"!('{MASTERS}' in request.userInfo.groups)"}],
+            "variables": variables, "validations": validations}
+    bindings = [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                 "metadata": {"name": f"{NAME}-{mode}"},
+                 "spec": {"policyName": NAME, "validationActions": actions,
+                          "matchResources": {"namespaceSelector": {"matchExpressions": [
+                              {"key": LABEL_HOLD, "operator": "In", "values": [mode]}]}}}}
+                for mode, actions in MODES.items()]
+    return [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+             "metadata": {"name": NAME}, "spec": spec}, *bindings]
+
+
+_HEADER = """\
+# Generated by `make admission` (devtools/hold_admission.py) from the kind registry: edit that, not this file.
+# Held means held between runs too: in a namespace carrying nsscaler's hold mark (label nsscaler.wubw.fun/hold,
+# written by a run only when the namespace's hold changes), the API server refuses what would start Pods there
+# (a rising replica count, also through /scale; an unsuspend; a DaemonSet's frozen node selector removed; a new
+# workload that runs; a bare Pod; nsscaler's record removed by hand), saying until when and how to wake it.
+"""
+
+
+def rendered() -> str:
+    return _HEADER + yaml.safe_dump_all(policy(), sort_keys=False, width=120)

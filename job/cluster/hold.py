@@ -1,0 +1,39 @@
+"""Writing the hold marks on Namespaces (`job.decide.hold` decides which): one merge PATCH each, logged.
+
+A mark that cannot be written is a problem of the run (exit 1), never a reason to stop it: the workloads'
+freezes and restores go on, and the next run writes the mark again (it compares with what the namespace carries)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from job.cluster.kube import Kube
+from job.decide.hold import Mark
+from job.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+
+def write_marks(kube: Kube, marks: Sequence[Mark], *, dry_run: bool,
+                holding: Callable[[], bool] = lambda: True) -> list[str]:
+    """Each mark written (lifts first, as given) while `holding` (the run Lease) says this run may write; the
+    problems, one line per mark that failed, one for those not sent."""
+    problems = []
+    for i, mark in enumerate(marks):
+        if not holding():
+            problems.append(f"{len(marks) - i} hold marks not written: this run may not write any more (the next "
+                            f"run writes them)")
+            break
+        try:
+            kube.patch(version="v1", plural="namespaces", namespace=None, name=mark.namespace, body=mark.body(),
+                       dry_run=dry_run)
+        except ApiError as exc:
+            if exc.status == 404:  # gone since the LIST: nothing to hold
+                continue
+            problems.append(f"could not {'lift' if mark.lifted else 'write'} the hold mark of namespace "
+                            f"{mark.namespace}: {exc}")
+            continue
+        log.info("%s: hold %s", mark.namespace, mark.mode,
+                 extra={"event": "hold", "namespace": mark.namespace, "hold": mark.mode})
+    return problems

@@ -1,0 +1,280 @@
+"""Held means held between runs too: the admission policy `nsscaler-hold` as shipped
+(`kustomize/base/hold-admission.yaml`), a real run that marks the held namespace, and a real user with only `edit`
+there (a client certificate of the cluster's CA) sending what people send: `kubectl scale`, `kubectl apply`,
+`kubectl create deployment`, `kubectl run`, `kubectl patch`. Each is refused by the API server with the words the
+run left on the namespace; scale-downs, other changes and the namespace the policy keeps running are untouched; a
+Wake lifts the hold at the run it starts; "warn" admits with a warning; a suspended policy's hold goes at its next
+run. The run here is the one the waker starts for a person's Wake (`job.waker.follow`), started by the test."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devtools import builders, hold_admission
+from devtools.builders import AdminApi, wait_until
+from devtools.cluster import controlplane
+from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_ACCOUNT, LABEL_HOLD
+from tests.conftest import ROOT, apply_manifest, kubectl
+from tests.e2e.test_install import kubectl_run
+from tests.users import User, grant_edit
+
+pytestmark = pytest.mark.versions
+POLICY = f"ValidatingAdmissionPolicy '{hold_admission.NAME}'"
+IMAGE = "registry.invalid/app:1"
+OVERLAY = ROOT / "kustomize" / "overlays" / "prod"
+NAMESPACE = "nsscaler"
+
+
+@pytest.fixture(scope="module")
+def nsscaler_kubeconfig(control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nsscaler's own ServiceAccount, installed by the prod overlay (with the run's admission policy)."""
+    kubectl_run(control_plane.admin_kubeconfig, "apply", "--server-side", "-k", str(OVERLAY))
+    return control_plane.service_account_kubeconfig(tmp_path_factory.mktemp("sa") / "kubeconfig", NAMESPACE,
+                                                    "nsscaler")
+
+
+@pytest.fixture
+def as_nsscaler(run_job: Any, nsscaler_kubeconfig: Path) -> Any:
+    """A run as the CronJob's Pod runs it, the waker's Job included: nsscaler's own ServiceAccount, not a cluster
+    admin, whom every policy lets by."""
+    def run(*args: str) -> Any:
+        return run_job("--own-namespace", NAMESPACE, "--restore-wait-in-run", "0", *args,
+                       kubeconfig=nsscaler_kubeconfig)
+    return run
+
+
+@pytest.fixture(scope="module")
+def hold_policy(control_plane: controlplane.ControlPlane, crd: None, wake_admission: bool) -> Iterator[None]:
+    """The policy and its bindings, as `kubectl apply -k` of any overlay installs them; removed after, as an
+    uninstall removes them (none is left: asserted)."""
+    apply_manifest(control_plane.admin_kubeconfig, hold_admission.OUTPUT)
+    yield
+    subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), "delete", "-f",
+                    str(hold_admission.OUTPUT)], check=True, capture_output=True)
+    listed = subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), "get",
+                             "validatingadmissionpolicies,validatingadmissionpolicybindings", "-o", "name"],
+                            check=True, capture_output=True, text=True).stdout
+    assert hold_admission.NAME not in listed
+
+
+class Editor(User):
+    """A person with `edit` in the family's namespaces, and kubectl as them."""
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([kubectl(), "--kubeconfig", str(self.kubeconfig), *args], input=stdin,
+                              capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def editor(control_plane: controlplane.ControlPlane, tmp_path: Path) -> Editor:
+    return Editor(control_plane, f"dev-{uuid.uuid4().hex[:6]}", tmp_path)
+
+
+def family(api: AdminApi, prefix: str, editor: Editor) -> tuple[str, str]:
+    """`live` (kept running) and `held`, each with a Deployment of 2 and a CronJob, the editor's in both."""
+    for suffix in ("live", "held"):
+        ns = prefix + suffix
+        api.create(builders.namespace(ns))
+        api.create(builders.deployment(ns, "web", 2))
+        api.create(builders.cronjob(ns, "nightly"))
+        grant_edit(api, ns, editor)
+    return prefix + "live", prefix + "held"
+
+
+def in_force(editor: Editor, ns: str) -> bool:
+    """Whether the API server already refuses in `ns` (a policy and a namespace label reach admission a moment
+    after they are written): a bare Pod, sent as a dry run."""
+    probe = editor.kubectl("run", "probe", f"--image={IMAGE}", "-n", ns, "--dry-run=server")
+    return probe.returncode != 0 and POLICY in probe.stderr
+
+
+def refused(result: subprocess.CompletedProcess[str], *, ns: str, policy: str) -> str:
+    assert result.returncode != 0 and POLICY in result.stderr, (result.returncode, result.stdout, result.stderr)
+    assert f"namespace {ns} is held by NSScaler {policy}" in result.stderr, result.stderr
+    assert f"kubectl nsscaler wake -n {ns} --for 1h" in result.stderr, result.stderr
+    print(f"refused: {result.stderr.strip()}")
+    return result.stderr
+
+
+def passed(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, (result.stdout, result.stderr)
+
+
+def refusals(plane: controlplane.ControlPlane, binding: str) -> float:
+    """What the API server counts of the hold's refusals itself (its /metrics, cluster-wide, per binding): the one
+    count of refused syncs there is, since a refused request leaves nothing on the object for a run to read."""
+    text = plane.session().get(f"{plane.server}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("apiserver_validating_admission_policy_check_total{")
+               and f'policy="{hold_admission.NAME}"' in line and f'policy_binding="{binding}"' in line
+               and 'enforcement_action="deny"' in line)
+
+
+def labels(api: AdminApi, ns: str) -> dict[str, str]:
+    return dict(api.get("Namespace", ns)["metadata"].get("labels") or {})
+
+
+def applied(ns: str, replicas: int) -> str:
+    """What a GitOps tool applies: the Deployment of its manifests."""
+    obj: dict[str, Any] = builders.deployment(ns, "web", replicas)
+    return yaml.safe_dump(obj)
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_an_editor_cannot_start_what_a_held_namespace_holds_and_a_wake_opens_it_at_once(
+        api: AdminApi, control_plane: controlplane.ControlPlane, run_job: Any, prefix: str, editor: Editor) -> None:
+    live, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], kinds=["Deployment", "CronJob"]))
+    assert run_job().exit_code == 0
+    assert labels(api, held)[LABEL_HOLD] == "deny" and LABEL_HOLD not in labels(api, live)
+    assert api.replicas("Deployment", held, "web") == 0
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    before = refusals(control_plane, f"{hold_admission.NAME}-deny")
+
+    refused(editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=argocd-controller",
+                           "-f", "-", stdin=applied(held, 3)), ns=held, policy=name)
+    refused(editor.kubectl("create", "deployment", "new", f"--image={IMAGE}", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("run", "bare", f"--image={IMAGE}", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("patch", "cronjob/nightly", "-n", held, "-p", '{"spec":{"suspend":false}}'),
+            ns=held, policy=name)
+    refused(editor.kubectl("label", "deployment/web", "-n", held, "nsscaler.wubw.fun/scaled-"), ns=held, policy=name)
+    assert api.replicas("Deployment", held, "web") == 0 and not api.list("Deployment", held)[1:]
+    assert refusals(control_plane, f"{hold_admission.NAME}-deny") - before >= 6  # the GitOps-style apply among them
+
+    # what starts no Pod passes: a new workload at 0, a label, a scale-down; the kept namespace is untouched
+    passed(editor.kubectl("create", "deployment", "idle", f"--image={IMAGE}", "--replicas=0", "-n", held))
+    passed(editor.kubectl("label", "deployment/web", "-n", held, "team=shop"))
+    passed(editor.kubectl("scale", "deployment/web", "--replicas=0", "-n", held))
+    passed(editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", live))
+    passed(editor.kubectl("run", "bare", f"--image={IMAGE}", "-n", live))
+
+    # a Wake: the run it starts (the waker's, at once) lifts the hold before anything else
+    passed(editor.plugin("wake", "-n", held, "--for", "1h", "--reason", "demo"))
+    assert run_job().exit_code == 0
+    assert LABEL_HOLD not in labels(api, held)
+    assert ANNOTATION_HOLD not in (api.get("Namespace", held)["metadata"].get("annotations") or {})
+    wait_until(lambda: editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held).returncode == 0,
+               what="the editor's scale-up to pass once the hold is lifted")
+    assert api.replicas("Deployment", held, "web") == 3
+
+    # the hold comes back when the Wake ends and a run holds the namespace again
+    for wake in api.list("Wake", held):
+        api.delete("Wake", wake["metadata"]["name"], held)
+    assert run_job().exit_code == 0
+    assert labels(api, held)[LABEL_HOLD] == "deny"
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_warn_admits_with_a_warning_and_off_or_a_suspended_policy_holds_nothing(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+    _, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], hold="warn"))
+    assert run_job().exit_code == 0
+    assert labels(api, held)[LABEL_HOLD] == "warn"
+
+    def warned() -> bool:
+        result = editor.kubectl("scale", "deployment/web", "--replicas=1", "-n", held)
+        assert result.returncode == 0, result.stderr
+        return "Warning:" in result.stderr and POLICY in result.stderr
+    wait_until(warned, what="the warn binding to answer with a warning")
+    assert api.replicas("Deployment", held, "web") == 1
+
+    api.patch("NSScaler", name, {"spec": {"hold": "off"}})
+    assert run_job().exit_code == 0
+    assert LABEL_HOLD not in labels(api, held)
+
+    api.patch("NSScaler", name, {"spec": {"hold": "deny"}})
+    assert run_job().exit_code == 0
+    assert labels(api, held)[LABEL_HOLD] == "deny"
+    version = api.get("Namespace", held)["metadata"]["resourceVersion"]
+    assert run_job().exit_code == 0
+    assert api.get("Namespace", held)["metadata"]["resourceVersion"] == version  # a mark as it was: not written
+    api.patch("NSScaler", name, {"spec": {"suspend": True}})
+    assert run_job().exit_code == 0
+    assert LABEL_HOLD not in labels(api, held)
+
+
+def pod_owned_by_a_replicaset(ns: str) -> str:
+    """A Pod as the ReplicaSet controller sends it: a controller ownerReference (its owner need not exist for
+    admission; the server-side dry run creates nothing)."""
+    pod = builders.pod(ns, "web-abcde")
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc",
+                                           "uid": str(uuid.uuid4()), "controller": True}]
+    return yaml.safe_dump(pod)
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_the_run_a_wake_starts_lifts_the_hold_first_and_restores_through_it_as_nsscaler_s_own_account(
+        api: AdminApi, control_plane: controlplane.ControlPlane, as_nsscaler: Any, prefix: str,
+        editor: Editor) -> None:
+    """The waker's Job runs as nsscaler's ServiceAccount, which the hold lets by only by name (a match condition):
+    the freeze, the mark, the lift and the restore (a scale-up, an unsuspend) are all sent by it here, with the
+    hold in force. The controllers' own identities (a real cluster runs each controller as its ServiceAccount in
+    kube-system; this plane's controller manager is a cluster admin) are sent by impersonation."""
+    live, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], kinds=["Deployment", "CronJob"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    assert labels(api, held)[LABEL_HOLD] == "deny"
+    assert api.replicas("Deployment", held, "web") == 0 and api.get("CronJob", "nightly", held)["spec"]["suspend"]
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    refused(editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held), ns=held, policy=name)
+
+    # a controller making what a controller makes passes; the same Pod from a person does not
+    replicaset_controller = "system:serviceaccount:kube-system:replicaset-controller"
+    passed(subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig),
+                           f"--as={replicaset_controller}", "create", "-f", "-", "--dry-run=server"],
+                          input=pod_owned_by_a_replicaset(held), capture_output=True, text=True, check=False))
+    refused(editor.kubectl("create", "-f", "-", "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)),
+            ns=held, policy=name)
+
+    passed(editor.plugin("wake", "-n", held, "--for", "1h", "--reason", "demo"))
+    woken = as_nsscaler()  # what the waker's Job runs, at once
+    assert woken.exit_code == 0, woken.stderr
+    assert LABEL_HOLD not in labels(api, held)
+    assert api.replicas("Deployment", held, "web") == 2
+    assert api.get("CronJob", "nightly", held)["spec"].get("suspend") is not True
+    wait_until(lambda: editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held).returncode == 0,
+               what="the editor's scale-up to pass once the hold is lifted")
+    assert api.replicas("Deployment", live, "web") == 2  # the kept namespace: untouched throughout
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_a_service_account_named_nsscaler_elsewhere_is_held_like_anyone(
+        api: AdminApi, control_plane: controlplane.ControlPlane, as_nsscaler: Any, prefix: str,
+        editor: Editor) -> None:
+    """The hold lets by the one account its mark names (`hold-account`: nsscaler's, in its own namespace), not a
+    name: a namespace admin could make a ServiceAccount called nsscaler in a namespace of theirs and bind it."""
+    _, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], kinds=["Deployment", "CronJob"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    marked = api.get("Namespace", held)["metadata"]["annotations"]
+    assert marked[ANNOTATION_HOLD_ACCOUNT] == f"system:serviceaccount:{NAMESPACE}:nsscaler"
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    impostor = f"system:serviceaccount:{prefix}live:nsscaler"
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nsscaler",
+                                                                           "namespace": prefix + "live"}})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "impostor", "namespace": held},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                "subjects": [{"kind": "ServiceAccount", "name": "nsscaler", "namespace": prefix + "live"}]})
+    # the count alone, on the object: what the run's own policy allows an account of that name, so only the hold
+    # can refuse it
+    scaled = subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), f"--as={impostor}",
+                             "patch", "deployment/web", "-n", held, "-p", '{"spec":{"replicas":3}}'],
+                            capture_output=True, text=True, check=False)
+    refused(scaled, ns=held, policy=name)
+    assert api.replicas("Deployment", held, "web") == 0

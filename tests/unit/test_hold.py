@@ -1,0 +1,94 @@
+"""The hold marks a run writes (`job.decide.hold`): which namespace carries one, and that a mark is written only
+when it changes (a steady state writes none)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import pytest
+
+from job.decide import hold, routes
+from job.decide.selection import select_namespaces
+from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_ACCOUNT, ANNOTATION_HOLD_KINDS, LABEL_HOLD
+from tests.unit.factories import namespaces, policy, settings
+
+NOW = dt.datetime(2026, 12, 5, 12, 0, tzinfo=dt.UTC)
+
+
+def select(policies, found, *, settings, now):
+    return select_namespaces(policies, namespaces=found, found={}, settings=settings, now=now)
+
+
+def marked(*found: hold.Mark) -> dict[str, str]:
+    return {m.namespace: m.mode for m in found}
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    pytest.param({}, {"shop-v1": "deny"}, id="default-deny"),
+    pytest.param({"hold": "warn"}, {"shop-v1": "warn"}, id="warn"),
+    pytest.param({"hold": "off"}, {}, id="off"),
+    pytest.param({"dry_run": True}, {}, id="dry-run-marks-nothing"),
+    pytest.param({"suspend": True}, {}, id="suspended-marks-nothing"),
+])
+def test_only_a_held_namespace_is_marked_as_its_policy_says(spec, expected):
+    found = namespaces("shop-v1", "shop-v2", "other")
+    selection = select([policy("p", "shop-", ["v2"], **spec)], found, settings=settings(), now=NOW)
+    assert marked(*hold.marks(found, selection, now=NOW)) == expected
+
+
+def test_a_mark_is_written_once_and_lifted_first():
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"])], found, settings=settings(), now=NOW)
+    [first] = hold.marks(found, selection, now=NOW)
+    assert dict(first.pairs)[LABEL_HOLD] == "deny"
+    assert "kubectl nsscaler wake -n shop-v1 --for 1h" in dict(first.pairs)[ANNOTATION_HOLD]
+    assert dict(first.pairs)[ANNOTATION_HOLD_KINDS] == " deployments.apps statefulsets.apps "
+    steady = [dataclasses.replace(ns, hold=first.pairs) if ns.name == "shop-v1" else ns for ns in found]
+    assert hold.marks(steady, selection, now=NOW) == []  # as it was: nothing to write
+    # v1 kept running, v2 held: the lift comes before the new mark
+    moved = select([policy("p", "shop-", ["v1"])], steady, settings=settings(), now=NOW)
+    assert [(m.namespace, m.mode) for m in hold.marks(steady, moved, now=NOW)] == [("shop-v1", "lifted"),
+                                                                                   ("shop-v2", "deny")]
+    assert hold.marks(steady, moved, now=NOW)[0].body()["metadata"]["labels"] == {LABEL_HOLD: None}
+    assert [m.namespace for m in hold.lifted(steady)] == ["shop-v1"]
+
+
+@pytest.mark.parametrize(("wake", "hosts", "says"), [
+    pytest.param({}, ("shop.example",), "kubectl nsscaler wake -n shop-v1 --for 1h", id="a-person-wakes-it"),
+    pytest.param({"on_request": True}, ("a.shop.example", "b.shop.example"),
+                 "or open a.shop.example or b.shop.example in a browser: it wakes on request", id="its-hosts"),
+    pytest.param({"on_request": True}, ("a.x", "b.x", "c.x", "d.x"),
+                 "open a.x or b.x or c.x (or another of its 4 hosts)", id="at-most-three-hosts"),
+    pytest.param({"on_request": True}, (), "or open its web address in a browser", id="no-route-read-yet"),
+    pytest.param({"max_duration": "30m"}, (), "--for 30m", id="no-longer-than-the-policy-allows"),
+])
+def test_the_words_say_how_to_wake_it_and_where_it_wakes_on_request(wake, hosts, says):
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"], wake=wake)], found, settings=settings(), now=NOW)
+    [mark] = hold.marks(found, selection, now=NOW, hosts={"shop-v1": hosts, "shop-v2": ("awake.example",)})
+    words = dict(mark.pairs)[ANNOTATION_HOLD]
+    assert says in words and "NSScaler p" in words, words
+    if not wake.get("on_request"):
+        assert "browser" not in words  # a host is named only where opening it wakes the namespace
+
+
+def test_the_hosts_are_the_hostnames_of_each_namespace_s_routes():
+    def route(ns, *names):
+        return {"metadata": {"namespace": ns, "name": "r"}, "spec": {"hostnames": list(names)}}
+
+    assert routes.hosts([route("a", "y.example", "x.example"), route("a", "x.example"), route("b"),
+                  {"metadata": {"namespace": "c", "name": "r"}, "spec": {}}]) == {"a": ("x.example", "y.example")}
+
+
+def test_the_mark_names_the_run_s_own_account_and_a_run_that_does_not_know_it_keeps_it():
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"])], found, settings=settings(), now=NOW)
+    account = hold.account_of("nsscaler")
+    assert account == "system:serviceaccount:nsscaler:nsscaler"
+    [mark] = hold.marks(found, selection, now=NOW, account=account)
+    assert dict(mark.pairs)[ANNOTATION_HOLD_ACCOUNT] == account
+    steady = [dataclasses.replace(ns, hold=mark.pairs) if ns.name == "shop-v1" else ns for ns in found]
+    # a run by hand (no own namespace) leaves the mark as it is: nsscaler's restores stay let by
+    assert hold.marks(steady, selection, now=NOW, account=hold.account_of(None)) == []
+    assert hold.marks(steady, selection, now=NOW, account=account) == []
