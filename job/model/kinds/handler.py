@@ -66,6 +66,10 @@ class KindHandler(RecordedKind, Protocol):
         ends there)."""
     def state_of(self, obj: dict[str, Any]) -> str | None:
         """What besides the size a restore must put back, read from the whole object (None: nothing)."""
+    def blocked(self, obj: dict[str, Any]) -> str | None:
+        """Why it may not be frozen now (a precondition its row states), or None."""
+    def settled(self, obj: dict[str, Any]) -> str | None:
+        """None when the operator reports its freeze done (or its kind has no such report); else what it says."""
     def available(self, obj: dict[str, Any]) -> bool:
         """Whether its controller reports it available in `status`: what a later restore tier waits for."""
     def pod_template(self, obj: dict[str, Any]) -> tuple[Mapping[str, Any] | None, int]:
@@ -135,6 +139,15 @@ class Served:
 
     def state_of(self, obj: dict[str, Any]) -> str | None:
         """Nothing besides the size to put back, unless a kind says otherwise (a DaemonSet's node selector)."""
+        return None
+
+    def blocked(self, obj: dict[str, Any]) -> str | None:
+        """Why it may not be frozen now (a row's precondition: `job.model.kinds.field`), or None."""
+        return None
+
+    def settled(self, obj: dict[str, Any]) -> str | None:
+        """None when its freeze has taken effect as far as the object says (an operator's own condition); else
+        what it says instead."""
         return None
 
 
