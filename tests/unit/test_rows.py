@@ -120,6 +120,7 @@ def test_each_catalogue_row_resolves_against_its_operators_real_crd(kind):
     handler = found.handlers[Kind(kind)]
     assert (handler.group, handler.version, handler.plural) == (crd["spec"]["group"], version,
                                                                 crd["spec"]["names"]["plural"])
+    assert row.plural == handler.plural, f"job/model/kinds/catalogue.py: {kind}'s plural is {handler.plural}"
     if row.freeze.method == "scale":
         assert isinstance(handler, ReplicasHandler)
         field = schema_at(crd, version, handler.path)

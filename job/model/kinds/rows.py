@@ -109,6 +109,8 @@ class Row(_Strict):
     """One kind nsscaler can freeze, as data."""
 
     kind: Kind = Field(description="<Kind>.<group>, as spec.kinds names it")
+    plural: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                               description="its resource name (the CRD's names.plural): what its RBAC names")
     versions: tuple[str, ...] = Field(min_length=1, description="the API versions it was checked against, "
                                                                 "preferred first")
     freeze: Freeze
