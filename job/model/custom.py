@@ -51,7 +51,8 @@ def _scaled(kind: Kind, spec: dict[str, Any], versions: list[dict[str, Any]], ro
                 else _replica_path(str(scale.get("specReplicasPath", ""))))
         if path is None:
             return f"kind {kind}: unsupported specReplicasPath {scale.get('specReplicasPath')!r}"
-        return ReplicasHandler(kind, spec["group"], version["name"], spec["names"]["plural"], path=path)
+        return ReplicasHandler(kind, spec["group"], version["name"], spec["names"]["plural"], path=path,
+                               data_tier=row is not None and row.tier == "data")
     return f"kind {kind} has no /scale subresource, so nsscaler cannot tell how to scale it to zero"
 
 
@@ -66,7 +67,7 @@ def _from_crd(kind: Kind, crd: dict[str, Any], row: Row | None) -> KindHandler |
         return _scaled(kind, spec, versions, row)
     assert row.freeze.value is not None  # a row's validation
     return FieldHandler(kind, spec["group"], versions[0]["name"], spec["names"]["plural"], where=row.freeze.where,
-                        value=row.freeze.value, row=row)
+                        value=row.freeze.value, row=row, data_tier=row.tier == "data")
 
 
 def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],

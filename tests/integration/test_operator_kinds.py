@@ -142,6 +142,39 @@ def test_a_cnpg_cluster_hibernates_the_operators_way_keeps_its_volumes_and_comes
     assert not contract.errors
 
 
+def test_a_cnpg_cluster_comes_back_in_the_data_tier_before_the_app_that_uses_it(api, run_job, prefix, operator_crds):
+    """CNPG is imitated by the test controller that follows its documented hibernation contract
+    (tests/cnpg_contract.py). With no restore order and no tier annotation, the catalogue's data tier puts the
+    Cluster first: the app's Deployment stays frozen until the Cluster reports its instances ready."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    contract = HibernationContract(api, ns)
+    contract.start()
+    try:
+        api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db", {"instances": 2}))
+        api.create(builders.deployment(ns, "web", 2))
+        wait_until(lambda: len(contract._pods("db")) == 2, timeout=30, what="the cluster's instances")
+        api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io", "Deployment"]))
+        assert run_job().exit_code == 0
+        assert api.replicas("Deployment", ns, "web") == 0
+        wait_until(lambda: not contract._pods("db"), timeout=30, what="the cluster hibernated")
+
+        give_back(api, f"{prefix}p")
+        first = run_job("--restore-wait-in-run", "0")
+        assert first.exit_code == 0, first.stderr
+        assert ANNOTATION not in (api.get("Cluster", "db", ns)["metadata"].get("annotations") or {}), "data first"
+        assert api.replicas("Deployment", ns, "web") == 0, "the app waits for its database"
+        restoring = api.status(f"{prefix}p")["restoring"]
+        assert [(r["namespace"], r["tier"]) for r in restoring] == [(ns, 1)], restoring
+        wait_until(lambda: api.get("Cluster", "db", ns)["status"].get("readyInstances") == 2, timeout=30,
+                   what="the cluster's instances ready again")
+        assert run_job("--restore-wait-in-run", "0").exit_code == 0
+        assert api.replicas("Deployment", ns, "web") == 2
+    finally:
+        contract.stop()
+    assert not contract.errors
+
+
 def test_an_unhealthy_cnpg_cluster_is_left_running_and_named_in_the_run(api, run_job, prefix, operator_crds):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))

@@ -12,6 +12,7 @@ import yaml
 
 from job.cluster.access import required_access
 from job.decide.plan import make_plan
+from job.decide.tiers import has_data, tier_of
 from job.model.custom import resolve
 from job.model.kinds import Kind, ReplicasHandler
 from job.model.kinds.catalogue import CATALOGUE, CATALOGUE_DATA
@@ -19,7 +20,7 @@ from job.model.kinds.field import FieldHandler
 from job.model.kinds.rows import merged, parse_rows, read_rows
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
 from job.model.workloads import freeze_patch, from_api, restore_patch
-from tests.unit.factories import _merge, namespaces, policy, settings
+from tests.unit.factories import _merge, namespaces, policy, settings, workload
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "crds"
@@ -233,3 +234,13 @@ def test_a_scale_row_keeps_the_replica_record_custom_kinds_always_had():
     handler = resolve([Kind("KafkaBridge.kafka.strimzi.io")], [real_crd("KafkaBridge.kafka.strimzi.io")],
                       merged([], CATALOGUE)).handlers[Kind("KafkaBridge.kafka.strimzi.io")]
     assert handler.record_key == ANNOTATION_ORIGINAL_REPLICAS and handler.frozen_body() == {"spec": {"replicas": 0}}
+
+
+def test_a_data_tier_row_comes_back_first_only_where_no_order_or_annotation_says_otherwise():
+    db = from_api(cnpg_handler(), cnpg_cluster({ANNOTATION_ORIGINAL_VALUE: "null", ANNOTATION_SCALED_BY: "p"}))
+    web = workload("a-1", "web", 0, original="2", scaled_by="p")
+    assert (tier_of(db, (), data_first=True), tier_of(web, (), data_first=True)) == (0, 1)
+    assert (tier_of(db, ()), tier_of(web, ())) == (0, 0), "no data kind in the namespace: one step, as always"
+    order = (Kind.DEPLOYMENT, Kind("Cluster.postgresql.cnpg.io"))
+    assert (tier_of(db, order, data_first=True), tier_of(web, order, data_first=True)) == (1, 0), "the order wins"
+    assert has_data([web, db]) and not has_data([web])

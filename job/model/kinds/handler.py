@@ -61,6 +61,9 @@ class KindHandler(RecordedKind, Protocol):
     def guard(self) -> Guard | None:
         """A field the freeze must set too, so that it deletes nothing (`Guard`)."""
     @property
+    def data_tier(self) -> bool:
+        """Given back before the apps of its namespace when no restore order says otherwise (`job.decide.tiers`)."""
+    @property
     def followed(self) -> bool:
         """LISTed by the Pod census to follow owner chains (else the run's own reads seed it, or the chain
         ends there)."""
@@ -132,6 +135,9 @@ class Served:
     freezes_controlled: bool = field(default=False, kw_only=True)
     followed: bool = field(default=False, kw_only=True)
     guard: Guard | None = field(default=None, kw_only=True)
+    #: given back before the apps of its namespace when no restore order says otherwise (a database: its row's
+    #: tier, `job.model.kinds.rows`)
+    data_tier: bool = field(default=False, kw_only=True)
 
     @property
     def api_version(self) -> str:
