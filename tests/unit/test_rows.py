@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from devtools import rows as rows_devtool
 from job.cluster.access import required_access
 from job.decide.plan import make_plan
 from job.decide.tiers import has_data, tier_of
@@ -244,3 +245,25 @@ def test_a_data_tier_row_comes_back_first_only_where_no_order_or_annotation_says
     order = (Kind.DEPLOYMENT, Kind("Cluster.postgresql.cnpg.io"))
     assert (tier_of(db, order, data_first=True), tier_of(web, order, data_first=True)) == (1, 0), "the order wins"
     assert has_data([web, db]) and not has_data([web])
+
+
+def test_the_catalogues_rbac_component_and_docs_table_follow_the_rows():
+    """kustomize/components/operator-kinds and the table in docs/operating/custom-kinds.md are rendered from the
+    catalogue: `make rows` renders them again."""
+    assert not rows_devtool.stale(), f"stale: {rows_devtool.stale()}: run `make rows`"
+    page = (ROOT / "docs/operating/custom-kinds.md").read_text()
+    for row in CATALOGUE:
+        assert f"| `{row.kind}` |" in page
+    role = rows_devtool.cluster_role(CATALOGUE, name="r")
+    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+               for v in rule["verbs"]}
+    assert granted == {(row.kind.group, row.plural, verb) for row in CATALOGUE for verb in row.verbs}
+
+
+def test_a_platform_teams_rows_get_their_clusterrole_rendered(tmp_path, capsys):
+    (tmp_path / "rows.yaml").write_text(yaml.safe_dump([{**PAUSED, "plural": "pauseds"}]))
+    assert rows_devtool.main(["--rows", str(tmp_path / "rows.yaml")]) == 0
+    role = yaml.safe_load(capsys.readouterr().out)
+    assert role["rules"] == [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"],
+                              "verbs": ["list", "get", "patch"]}]
+    assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
