@@ -66,19 +66,25 @@ def _method(row: Row) -> str:
     return f'annotation `{row.freeze.key}: "{row.freeze.value}"`'
 
 
-def _frozen(row: Row) -> str:
+def _reports(row: Row) -> str:
     condition = row.frozen.condition
     if condition is None:
-        return "its Pods gone"
+        return "—"
     reason = f", reason `{condition.reason}`" if condition.reason else ""
-    return f"its Pods gone; condition `{condition.type}` `{condition.status}`{reason}"
+    return f"condition `{condition.type}` `{condition.status}`{reason}"
+
+
+def _first(row: Row) -> str:
+    test = row.precondition
+    return "—" if test is None else f"`{test.path}` is `{test.equals}`"
 
 
 def table(rows: Iterable[Row]) -> str:
-    lines = ["| kind (`spec.kinds`) | frozen by | frozen when | tier | checked against |",
-             "|---|---|---|---|---|"]
+    lines = ["| kind (`spec.kinds`) | frozen by | only when | the operator reports it off by | tier "
+             "| checked against |", "|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| `{row.kind}` | {_method(row)} | {_frozen(row)} | {row.tier} | {', '.join(row.checked)} |")
+        lines.append(f"| `{row.kind}` | {_method(row)} | {_first(row)} | {_reports(row)} | {row.tier} | "
+                     f"{', '.join(row.checked)} |")
     return "\n".join(lines)
 
 
