@@ -3,8 +3,9 @@ CNPG operator is not built or run here (it is a large Go program that needs runn
 cluster healthy), so this thread imitates only what CNPG documents and the wire shows, never its logic:
 
 - its page "Declarative hibernation" (declarative_hibernation.md in its docs, CNPG 1.28.0): the annotation
-  `cnpg.io/hibernation=on` deletes the cluster's Pods, the primary first and then the replicas, keeps every PVC (replicas' too), and reports in the
-  condition `cnpg.io/hibernation`; `off`, or no annotation, recreates the Pods;
+  `cnpg.io/hibernation=on` deletes the cluster's Pods, the primary first and then the replicas, keeps every
+  PVC (replicas' too), and reports in the condition `cnpg.io/hibernation`; `off`, or no annotation, recreates
+  the Pods;
 - pkg/reconciler/hibernation/status.go: the condition's reasons `DeletingPods` (status False) while Pods go, then
   `Hibernated` (status True); a cluster that is not healthy does not start hibernating;
 - the Cluster's `status.phase` ("Cluster in healthy state"), `status.instances` and `status.readyInstances`, and
