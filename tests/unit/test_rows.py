@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from devtools import rows as rows_devtool
+from job.cluster import read
 from job.cluster.access import required_access
 from job.decide.plan import make_plan
 from job.decide.tiers import has_data, tier_of
@@ -267,3 +268,13 @@ def test_a_platform_teams_rows_get_their_clusterrole_rendered(tmp_path, capsys):
     assert role["rules"] == [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"],
                               "verbs": ["list", "get", "patch"]}]
     assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
+
+
+def test_kind_rows_from_the_environment_join_the_catalogue_and_a_bad_row_is_one_warning(tmp_path, monkeypatch, caplog):
+    (tmp_path / "rows.yaml").write_text(yaml.safe_dump([PAUSED, {"kind": "Broken.x.io", "versions": ["v1"]}]))
+    monkeypatch.setenv("NSSCALER_KIND_ROWS", str(tmp_path / "rows.yaml"))
+    with caplog.at_level("WARNING"):
+        rows = read.kind_rows(settings())
+    assert set(rows) == {Kind(PAUSED["kind"]), *(r.kind for r in CATALOGUE)}
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "row 2 (Broken.x.io) ignored: freeze: Field required" in warning, warning
