@@ -42,6 +42,30 @@ def _versions(kind: Kind, spec: dict[str, Any], row: Row | None) -> list[dict[st
                       f"against {', '.join(row.versions)}: not used until a row names a served version")
 
 
+_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def refused(version: dict[str, Any], path: tuple[str, ...], value: Any) -> str | None:
+    """Why the CRD's schema of `version` refuses `value` at `path` (no such field, another type, below its
+    minimum), or None: what the server would say to the freeze, known from the CRD the run LISTed anyway. A part
+    of the schema that keeps unknown fields, or a CRD without a schema, refuses nothing."""
+    node = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
+    for key in path:
+        properties = node.get("properties") or {}
+        if key not in properties:
+            if node.get("x-kubernetes-preserve-unknown-fields") or not properties:
+                return None
+            return f"its schema ({version.get('name')}) has no field {'.'.join(path)}"
+        node = properties[key]
+    kind = _TYPES.get(type(value))
+    if node.get("type") and node.get("type") != kind and not (kind == "integer" and node.get("type") == "number"):
+        return f"its schema ({version.get('name')}) wants {'.'.join(path)} to be of type {node['type']}, not {value!r}"
+    minimum = node.get("minimum")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and minimum is not None and value < minimum:
+        return f"its schema ({version.get('name')}) refuses {'.'.join(path)}: {value} (its minimum is {minimum})"
+    return None
+
+
 def _scaled(kind: Kind, spec: dict[str, Any], versions: list[dict[str, Any]], row: Row | None) -> KindHandler | str:
     for version in versions:
         scale = (version.get("subresources") or {}).get("scale")
@@ -51,6 +75,9 @@ def _scaled(kind: Kind, spec: dict[str, Any], versions: list[dict[str, Any]], ro
                 else _replica_path(str(scale.get("specReplicasPath", ""))))
         if path is None:
             return f"kind {kind}: unsupported specReplicasPath {scale.get('specReplicasPath')!r}"
+        problem = refused(version, path, 0)
+        if problem is not None:
+            return f"kind {kind} cannot be scaled to zero: {problem}"
         return ReplicasHandler(kind, spec["group"], version["name"], spec["names"]["plural"], path=path,
                                data_tier=row is not None and row.tier == "data")
     return f"kind {kind} has no /scale subresource, so nsscaler cannot tell how to scale it to zero"
@@ -66,6 +93,9 @@ def _from_crd(kind: Kind, crd: dict[str, Any], row: Row | None) -> KindHandler |
     if row is None or row.freeze.method == "scale":
         return _scaled(kind, spec, versions, row)
     assert row.freeze.value is not None  # a row's validation
+    problem = refused(versions[0], row.freeze.where, row.freeze.value) if row.freeze.method == "field" else None
+    if problem is not None:
+        return f"kind {kind}: its row cannot freeze it: {problem}"
     return FieldHandler(kind, spec["group"], versions[0]["name"], spec["names"]["plural"], where=row.freeze.where,
                         value=row.freeze.value, row=row, data_tier=row.tier == "data")
 

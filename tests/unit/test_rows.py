@@ -278,3 +278,22 @@ def test_kind_rows_from_the_environment_join_the_catalogue_and_a_bad_row_is_one_
     assert set(rows) == {Kind(PAUSED["kind"]), *(r.kind for r in CATALOGUE)}
     (warning,) = [r.getMessage() for r in caplog.records]
     assert "row 2 (Broken.x.io) ignored: freeze: Field required" in warning, warning
+
+
+@pytest.mark.parametrize(("row", "says"), [
+    pytest.param({"kind": "Cluster.postgresql.cnpg.io", "versions": ["v1"], "freeze": {"method": "scale"}},
+                 "cannot be scaled to zero: its schema (v1) refuses spec.instances: 0 (its minimum is 1)",
+                 id="cnpg-cluster-by-scale"),
+    pytest.param({"kind": "Cluster.postgresql.cnpg.io", "versions": ["v1"],
+                  "freeze": {"method": "field", "path": "spec.hibernate", "value": True}},
+                 "its row cannot freeze it: its schema (v1) has no field spec.hibernate", id="no-such-field"),
+    pytest.param({"kind": "Cluster.postgresql.cnpg.io", "versions": ["v1"],
+                  "freeze": {"method": "field", "path": "spec.instances", "value": True}},
+                 "wants spec.instances to be of type integer, not True", id="wrong-type"),
+])
+def test_a_row_the_crds_schema_refuses_is_named_with_the_reason_before_any_write(row, says):
+    """What the API server would answer to the freeze, known from the CRD the run LISTs anyway: the real CNPG
+    Cluster CRD refuses 0 instances, which is why its catalogue row hibernates it by annotation instead."""
+    rows = merged(parse_rows([row], origin="t")[0], CATALOGUE)
+    found = resolve([Kind("Cluster.postgresql.cnpg.io")], [real_crd("Cluster.postgresql.cnpg.io")], rows)
+    assert says in found.unknown[Kind("Cluster.postgresql.cnpg.io")], found.unknown
