@@ -62,6 +62,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every ben
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python -m devtools.metrics_component --check
+	$(BIN)/python -m devtools.rows --check
 	$(BIN)/python -m devtools.chart --check
 	$(BIN)/python -m devtools.admission --check
 	$(BIN)/python -m bench.verify
@@ -80,6 +81,9 @@ helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 core
 
 admission: install ## regenerate kustomize/base/run-admission.yaml (what nsscaler's own account may write) from the kind registry
 	$(BIN)/python -m devtools.admission
+
+rows: install ## regenerate what follows the shipped kind rows: the operator-kinds RBAC component and the docs' catalogue table
+	$(BIN)/python -m devtools.rows
 
 chart: install ## regenerate charts/nsscaler from `kubectl kustomize` of kustomize/ (never edit the chart by hand)
 	$(BIN)/python -m devtools.chart
@@ -190,7 +194,7 @@ undeploy: release ## the release (the CronJob suspended, everything given back, 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-.PHONY: help install lock docs control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
+.PHONY: help install lock docs rows control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
 	test-unit mutation cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
 	chart package node-deps node-binaries \
 	node-images test-node node-up node-down

@@ -10,7 +10,8 @@ but for nsscaler's own annotations and labels (`nsscaler.wubw.fun/...`) and what
 Lease, Events, ReferenceGrants, the access reviews, a release's suspension of nsscaler's own CronJob) are rows
 here too, each naming the module that sends them.
 A custom kind (`<Kind>.<group>` with a /scale subresource) may change only whole numbers in its spec, never a
-Pod template.
+Pod template; a kind of the shipped catalogue frozen by one field or annotation (`job.model.kinds.catalogue`)
+may change only that field or annotation.
 
 The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
 whichever namespace it is installed in); nobody else is affected.
@@ -34,6 +35,8 @@ from job.decide import hold
 from job.model.autoscalers import ScaledObjectHandler
 from job.model.kinds import BUILTIN, RecordedKind
 from job.model.kinds import httproute as hr
+from job.model.kinds.catalogue import CATALOGUE
+from job.model.kinds.field import FieldHandler
 from job.model.marks import (
     ANNOTATION_HOLD_ACCOUNT,
     ANNOTATION_RELEASED,
@@ -132,10 +135,19 @@ def _dotted(tree: Tree, prefix: str = "") -> list[str]:
     return out
 
 
+def catalogue_handlers() -> list[RecordedKind]:
+    """The handlers of the shipped catalogue's rows frozen by one field or annotation (`job.model.kinds.rows`);
+    its `/scale` rows change only a whole number in the spec, as any custom kind may."""
+    return [FieldHandler(row.kind, row.kind.group, row.versions[0], str(row.plural), where=row.freeze.where,
+                         value=row.freeze.value, row=row)
+            for row in CATALOGUE if row.freeze.method != "scale" and row.freeze.value is not None]
+
+
 def workload_rows() -> list[Row]:
-    """A row per built-in kind and one for KEDA's ScaledObject, from their handlers."""
+    """A row per built-in kind, one for KEDA's ScaledObject and one per catalogue row frozen by a field or an
+    annotation, from their handlers."""
     rows = []
-    for handler in [*BUILTIN.values(), ScaledObjectHandler()]:
+    for handler in [*BUILTIN.values(), ScaledObjectHandler(), *catalogue_handlers()]:
         tree, foreign = changes(handler)
         fields = [*_dotted(tree), *foreign]
         rows.append(Row(handler.group, handler.plural, tree,

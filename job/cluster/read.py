@@ -27,6 +27,8 @@ from job.model import wake as wake_api
 from job.model.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
 from job.model.custom import Resolution, resolve
 from job.model.kinds import BUILTIN, Kind, KindHandler, listed_for
+from job.model.kinds.catalogue import CATALOGUE
+from job.model.kinds.rows import Row, merged, read_rows
 from job.model.marks import SCALED_SELECTOR, UNSCALED_SELECTOR
 from job.model.policy import InvalidPolicy, Policy
 from job.model.resources import overheads
@@ -71,15 +73,27 @@ def discover(kube: Kube, settings: Settings, found: Sequence[Policy | InvalidPol
     """Handlers for every kind a policy names (suspended ones too: their records must stay readable).
     Custom kinds cost one LIST of CRDs, only in runs where some policy names one."""
     named = {k for p in found if isinstance(p, Policy) for k in p.kinds}
+    rows = kind_rows(settings)
     if not named - BUILTIN.keys():
         return resolve(named, [])
     try:
         crds = kube.list_all(version=CRD_API_VERSION, plural=CRD_PLURAL)
-        return resolve(named, crds)
+        return resolve(named, crds, rows)
     except ApiError as exc:
         if exc.status == 403:
             preflight(kube, settings)
         raise startup_error(kube, exc) from None
+
+
+def kind_rows(settings: Settings) -> dict[Kind, Row]:
+    """The rows of this run, by kind: a platform team's (`--kind-rows`), then the shipped catalogue's. A bad row
+    is one warning naming it and why, and the others are served."""
+    own: list[Row] = []
+    if settings.kind_rows is not None:
+        own, problems = read_rows(settings.kind_rows)
+        for problem in problems:
+            log.warning("%s", problem)
+    return merged(own, CATALOGUE)
 
 
 #: Namespaces come in pages this many times the page size: they are small objects, and every page of a

@@ -17,7 +17,9 @@ Rules, in order of precedence:
    kept, so a workload scaled up by hand during a freeze is frozen again with its pre-freeze count.
    A workload with a controller owner is never frozen or restored on its own (its owner is; a Deployment
    even copies its annotations, our record included, onto its ReplicaSets), except a Job: a suspended
-   CronJob does not stop the Job it started, so selecting CronJob freezes its Jobs too.
+   CronJob does not stop the Job it started, so selecting CronJob freezes its Jobs too. A running workload
+   whose kind's row states a precondition that does not hold (an operator that hibernates only a healthy
+   cluster) is left running and reported.
 5. A workload carrying a record whose namespace its kind is no longer held for is restored, unless the
    policy named in `scaled-by` is suspended, says `restore: false`, or has an invalid spec.
 6. If the freezes would exceed the cap, none is planned and the plan says why.
@@ -218,8 +220,10 @@ class _Judge:
             self.reasons[policy, namespace] = self.selection.policies[policy].reason(namespace)
         return self.reasons[policy, namespace]
 
-    def _hold(self, workload: Workload, holder: Policy) -> Action | tuple[str, str]:
+    def _hold(self, workload: Workload, holder: Policy) -> Action | Problem | tuple[str, str]:
         dry_run = self.settings.dry_run or holder.spec.dry_run
+        if workload.size and workload.blocked:
+            return Problem(holder.name, workload, f"{workload.ref}: {workload.blocked}")
         if workload.size:
             why = ("scaled up again during the freeze" if workload.has_record
                    else self._reason(holder.name, workload.namespace))

@@ -5,7 +5,9 @@ Rules, in order:
 1. A workload's tier is its `nsscaler.wubw.fun/restore-tier` annotation (a whole number from 0 to `MAX_TIER`)
    when it carries one, else the position of its kind in the restoring policy's `restore_order`, else the
    length of that list: every kind not listed comes last. With neither, everything is tier 0 and a restore
-   is one step, as it always was.
+   is one step, as it always was, unless the namespace has a workload of a kind whose row puts it in the data
+   tier (a database run by an operator: `job.model.kinds.rows`): then those are tier 0 and the others tier 1,
+   so the apps come back once their database is ready.
 2. A namespace's restore follows one policy: the first by name of those whose restores are pending there
    (nearly always the only one). Its `restore_order` and `restore_wait` apply to every workload there.
 3. Of a namespace's pending restores, those of the lowest tier T go now when every workload of a lower tier
@@ -91,13 +93,25 @@ class Tiering:
     problems: list[Problem]
 
 
-def tier_of(workload: Workload, order: Sequence[Kind]) -> int | None:
-    """Rule 1: its tier; None when its annotation is malformed."""
+def tier_of(workload: Workload, order: Sequence[Kind], *, data_first: bool = False) -> int | None:
+    """Rule 1: its tier; None when its annotation is malformed. `data_first`: its namespace has a workload of a
+    data-tier kind (`has_data`)."""
     if workload.tier is not None:
         text = workload.tier.strip()
         return int(text) if _TIER.fullmatch(text) else None
+    if not order and data_first:
+        return 0 if is_data(workload) else 1
     kinds = [k for k in order if k in workload.selecting_kinds]
     return order.index(kinds[0]) if kinds else len(order)
+
+
+def is_data(workload: Workload) -> bool:
+    return bool(getattr(workload.handling, "data_tier", False))
+
+
+def has_data(workloads: Iterable[Workload]) -> bool:
+    """Rule 1: whether a namespace's restore puts its data-tier workloads first."""
+    return any(is_data(w) for w in workloads)
 
 
 @dataclass(frozen=True)
@@ -164,13 +178,14 @@ class _Step:
 def _namespace_step(ns: str, pending: list[Action], around: list[Workload], *,
                     policies: Mapping[str, Policy | InvalidPolicy], now: dt.datetime) -> _Step:
     leader = _leader((a.policy for a in pending), policies)
-    tiers = {id(a): tier_of(a.workload, leader.order) for a in pending}
+    data_first = has_data([*around, *(a.workload for a in pending)])
+    tiers = {id(a): tier_of(a.workload, leader.order, data_first=data_first) for a in pending}
     problems = [Problem(a.policy, a.workload, _malformed(a.workload)) for a in pending if tiers[id(a)] is None]
     valid = [a for a in pending if tiers[id(a)] is not None]
     if not valid:
         return _Step([], [], [], problems)
     lowest = min(tiers[id(a)] or 0 for a in valid)
-    earlier = [w for w in around if (tier_of(w, leader.order) or 0) < lowest]
+    earlier = [w for w in around if (tier_of(w, leader.order, data_first=data_first) or 0) < lowest]
     not_ready = tuple(w.short_ref for w in earlier if w.available is not True)
     since = _since(earlier, leader, ns, lowest, now=now) if not_ready else None
     dry_run = all(a.dry_run for a in valid)
@@ -220,7 +235,10 @@ def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,
     Pending means what the planner restores: a valid record in a namespace not held for its kind, of a policy
     that is gone or serves and restores."""
     pending: dict[str, list[Workload]] = {}
+    data: set[str] = set()
     for w in workloads:
+        if is_data(w):
+            data.add(w.namespace)
         if not w.has_record or w.excluded or w.frozen_with_its_owner or not w.record_is_valid():
             continue
         verdict = selection.verdicts.get(w.namespace)
@@ -233,7 +251,7 @@ def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,
     out = []
     for ns, found in sorted(pending.items()):
         order = _leader((w.scaled_by or "" for w in found), policies).order
-        tiers = [t for w in found if (t := tier_of(w, order)) is not None]
+        tiers = [t for w in found if (t := tier_of(w, order, data_first=ns in data)) is not None]
         if tiers and min(tiers) > 0:
             out.append(ns)
     return out

@@ -15,6 +15,9 @@ ANNOTATION_ORIGINAL_SUSPEND = f"{DOMAIN}/original-suspend"
 ANNOTATION_ORIGINAL_PAUSED = f"{DOMAIN}/original-paused-replicas"
 #: KEDA's own key, which nsscaler sets to "0" on the ScaledObject of a frozen workload
 ANNOTATION_KEDA_PAUSED = "autoscaling.keda.sh/paused-replicas"
+#: the value a kind frozen by one field or annotation (a row: `job.model.kinds.rows`) had before its freeze, as
+#: JSON (`"off"`, `2`, `false`, or `null` when it was absent, so the restore removes it)
+ANNOTATION_ORIGINAL_VALUE = f"{DOMAIN}/original-value"
 #: a StatefulSet's `persistentVolumeClaimRetentionPolicy.whenScaled` before the freeze set it to Retain ("Delete")
 ANNOTATION_ORIGINAL_WHEN_SCALED = f"{DOMAIN}/original-when-scaled"
 #: a DaemonSet's Pod template `nodeSelector` before the freeze, as JSON (`{"disk": "ssd"}`, or `null` for none)

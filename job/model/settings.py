@@ -69,6 +69,11 @@ class Settings(BaseSettings):
         default=[Kind.DEPLOYMENT, Kind.STATEFULSET],
         description="kinds frozen by a policy that leaves spec.kinds out (Deployment, StatefulSet, CronJob, Job, "
                     "ReplicaSet, ReplicationController, or <Kind>.<group> of a kind with a /scale subresource)")
+    kind_rows: Path | None = Field(
+        default=None,
+        description="a YAML file of kind rows (docs/operating/custom-kinds.md), or a directory of them (a mounted "
+                    "ConfigMap): kinds a platform team adds without code, besides the shipped catalogue; a bad row "
+                    "is reported by name and the others are served")
     protected_namespaces: Annotated[list[str], NoDecode] = Field(
         default=["kube-system"], description="namespaces nsscaler never touches, whatever a policy says")
     own_namespace: str | None = Field(

@@ -87,6 +87,9 @@ class Workload:
     tier: str | None = None
     #: whether its controller reports it available (`KindHandler.available`); None when read from metadata alone
     available: bool | None = None
+    #: why its kind's row says it may not be frozen now (`KindHandler.blocked`: an operator that wants it healthy
+    #: first); None when it may, or when it was read from metadata alone
+    blocked: str | None = None
     #: when nsscaler last froze or restored it (its field manager's time, RFC 3339), None if it never did or
     #: someone has since taken over every field it wrote
     written_by_nsscaler: str | None = None
@@ -252,6 +255,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         footprint=_interned(footprint.record()) if footprint is not None else None,
         runtime_class=_interned(runtime_class),
         available=None if metadata_only else handler.available(obj),
+        blocked=None if metadata_only else handler.blocked(obj),
     )
 
 

@@ -32,6 +32,7 @@ from job.model.marks import (
 )
 from job.waker import actions
 from job.waker.answer import Door, Request
+from tests import crds
 from tests.conftest import ROOT
 from tests.e2e.test_install import kubectl_run
 from tests.gateway import gateway_crds, httproute, ready_pods
@@ -361,3 +362,54 @@ def test_a_stolen_nsscaler_token_may_only_suspend_and_mark_its_own_cronjob(api: 
     finally:
         api.delete("CronJob", "not-nsscaler", NAMESPACE)
     assert ANNOTATION_RELEASED not in (api.get("CronJob", OWN_CRONJOB, NAMESPACE)["metadata"].get("annotations") or {})
+
+
+def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_rendered_rbac_only(
+        api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str) -> None:
+    """The catalogue's operator kinds as nsscaler's own account: the ClusterRole `make rows` renders
+    (kustomize/components/operator-kinds) is all it is granted for them, and the run admission policy lets it
+    set exactly each row's field or annotation, and nothing else of the object."""
+    crds.install(api, crds.operators())
+    (role,) = yaml.safe_load_all((ROOT / "kustomize/components/operator-kinds/rbac.yaml").read_text())
+    role["metadata"]["name"] = f"{prefix}operator-kinds"
+    api.create(role)
+    ns, name = prefix + "v1", f"{prefix}p"
+    api.create(builders.namespace(ns))
+    objects = {
+        "Cluster": {"apiVersion": "postgresql.cnpg.io/v1", "spec": {"instances": 1},
+                    "annotations": {"cnpg.io/hibernation": "off"}},
+        "postgresql": {"apiVersion": "acid.zalan.do/v1", "spec": {"teamId": "acid", "numberOfInstances": 2,
+                                                                  "postgresql": {"version": "17"},
+                                                                  "volume": {"size": "1Gi"}}},
+        "PerconaXtraDBCluster": {"apiVersion": "pxc.percona.com/v1", "spec": {"crVersion": "1.18.0"}},
+    }
+    for kind, o in objects.items():
+        api.create({"apiVersion": o["apiVersion"], "kind": kind, "spec": o["spec"],
+                    "metadata": {"name": "x", "namespace": ns, "annotations": o.get("annotations", {})}})
+    api.patch("Cluster", "x", {"status": {"phase": "Cluster in healthy state"}}, ns, sub="status")
+    before = {kind: api.get(kind, "x", ns) for kind in objects}
+    kinds = ["Cluster.postgresql.cnpg.io", "postgresql.acid.zalan.do", "PerconaXtraDBCluster.pxc.percona.com"]
+    try:
+        wait_until(lambda: any("perconaxtradbclusters" in r.get("resources", [])
+                               for r in api.get("ClusterRole", "nsscaler")["rules"]),
+                   what="the catalogue's rules folded into nsscaler's ClusterRole")
+        api.create(builders.nsscaler(name, prefix, [], kinds=kinds))
+        frozen = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
+        assert frozen.exit_code == 0, frozen.stderr
+        assert api.get("Cluster", "x", ns)["metadata"]["annotations"]["cnpg.io/hibernation"] == "on"
+        assert api.get("postgresql", "x", ns)["spec"]["numberOfInstances"] == 0
+        assert api.get("PerconaXtraDBCluster", "x", ns)["spec"]["pause"] is True
+        path = f"/apis/postgresql.cnpg.io/v1/namespaces/{ns}/clusters/x"
+        refused_by(nsscaler.patch(path, {"metadata": {"annotations": {"cnpg.io/reconciliationLoop": "disabled"}}}),
+                   RUN_POLICY)
+        refused_by(nsscaler.patch(path, {"spec": {"instances": 5}}), RUN_POLICY)
+        api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1"]}})
+        back = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
+        assert back.exit_code == 0, back.stderr
+        for kind, was in before.items():
+            now = api.get(kind, "x", ns)
+            assert (now["spec"], now["metadata"].get("annotations")) == (was["spec"], was["metadata"].get(
+                "annotations")), kind
+    finally:
+        api.delete("NSScaler", name)
+        api.delete("ClusterRole", f"{prefix}operator-kinds")

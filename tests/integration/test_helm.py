@@ -181,6 +181,7 @@ MATRIX = [
                   "crds": {"install": False, "keep": False}, "release": {"onUninstall": False}}, id="everything-off"),
     pytest.param({"metrics": {"enabled": True}}, id="metrics"),
     pytest.param({"wakeRequesterStamp": {"enabled": True}}, id="wake-requester-stamp"),
+    pytest.param({"operatorKinds": {"enabled": True}}, id="operator-kinds"),
     pytest.param({"namespace": {"name": "platform-nsscaler", "create": True}}, id="other-namespace"),
 ]
 

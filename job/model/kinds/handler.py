@@ -61,11 +61,18 @@ class KindHandler(RecordedKind, Protocol):
     def guard(self) -> Guard | None:
         """A field the freeze must set too, so that it deletes nothing (`Guard`)."""
     @property
+    def data_tier(self) -> bool:
+        """Given back before the apps of its namespace when no restore order says otherwise (`job.decide.tiers`)."""
+    @property
     def followed(self) -> bool:
         """LISTed by the Pod census to follow owner chains (else the run's own reads seed it, or the chain
         ends there)."""
     def state_of(self, obj: dict[str, Any]) -> str | None:
         """What besides the size a restore must put back, read from the whole object (None: nothing)."""
+    def blocked(self, obj: dict[str, Any]) -> str | None:
+        """Why it may not be frozen now (a precondition its row states), or None."""
+    def settled(self, obj: dict[str, Any]) -> str | None:
+        """None when the operator reports its freeze done (or its kind has no such report); else what it says."""
     def available(self, obj: dict[str, Any]) -> bool:
         """Whether its controller reports it available in `status`: what a later restore tier waits for."""
     def pod_template(self, obj: dict[str, Any]) -> tuple[Mapping[str, Any] | None, int]:
@@ -128,6 +135,9 @@ class Served:
     freezes_controlled: bool = field(default=False, kw_only=True)
     followed: bool = field(default=False, kw_only=True)
     guard: Guard | None = field(default=None, kw_only=True)
+    #: given back before the apps of its namespace when no restore order says otherwise (a database: its row's
+    #: tier, `job.model.kinds.rows`)
+    data_tier: bool = field(default=False, kw_only=True)
 
     @property
     def api_version(self) -> str:
@@ -135,6 +145,15 @@ class Served:
 
     def state_of(self, obj: dict[str, Any]) -> str | None:
         """Nothing besides the size to put back, unless a kind says otherwise (a DaemonSet's node selector)."""
+        return None
+
+    def blocked(self, obj: dict[str, Any]) -> str | None:
+        """Why it may not be frozen now (a row's precondition: `job.model.kinds.field`), or None."""
+        return None
+
+    def settled(self, obj: dict[str, Any]) -> str | None:
+        """None when its freeze has taken effect as far as the object says (an operator's own condition); else
+        what it says instead."""
         return None
 
 

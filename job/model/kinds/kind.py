@@ -13,7 +13,7 @@ from pydantic_core import core_schema
 #: compares the two and the registry, `BUILTIN`).
 BUILTIN_NAMES = ("Deployment", "StatefulSet", "CronJob", "Job", "ReplicaSet", "ReplicationController", "DaemonSet")
 #: What `spec.kinds` accepts: a built-in kind (`Job`) or `<Kind>.<group>` (`Rollout.argoproj.io`).
-KIND_PATTERN = (rf"^({'|'.join(BUILTIN_NAMES)}|[A-Z][A-Za-z0-9]{{0,62}}(\.[a-z0-9]([-a-z0-9]{{0,61}}[a-z0-9])?)+)$")
+KIND_PATTERN = (rf"^({'|'.join(BUILTIN_NAMES)}|[A-Za-z][A-Za-z0-9]{{0,62}}(\.[a-z0-9]([-a-z0-9]{{0,61}}[a-z0-9])?)+)$")
 _KIND = re.compile(KIND_PATTERN)
 
 

@@ -1,0 +1,202 @@
+"""A kind as a row of data (`Row`): where it lives, how it is frozen and given back, how to tell it is frozen and
+ready, what must hold before freezing it, its default restore tier and the RBAC verbs a run needs on it.
+
+The same schema serves the shipped catalogue (`job.model.kinds.catalogue`) and the rows a platform team adds
+without code (`--kind-rows`, a file or a mounted ConfigMap): `parse_rows` validates each row on its own, so a bad
+row is one line naming it and the reason, and the others are served. A row becomes a handler only against the
+kind's CRD (`Row.handler`): a row whose CRD is not served, or serves none of its versions, is inactive.
+
+Three ways to freeze, the vocabulary of the catalogue:
+- `scale`: the replica field to 0 (the CRD's `specReplicasPath`, or `path`); the record is the count before;
+- `field`: a spec field set to `value` (`spec.numberOfInstances: 0`, `spec.pause: true`);
+- `annotation`: an annotation the operator owns set to `value` (`cnpg.io/hibernation: "on"`).
+For `field` and `annotation` the record is the value before, as JSON (`null`: absent), so the restore gives back
+exactly that value or removes the field. Values only: nothing here calls the API.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from job.errors import shown
+from job.model.kinds.kind import BUILTIN_NAMES, Kind
+
+_PATH = re.compile(r"(spec|status|metadata)(\.[A-Za-z0-9_-]+)+")
+_ANNOTATION_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?")
+#: what every row needs: LIST (metadata) and GET (whole objects) to read, PATCH to freeze and give back
+VERBS = ("list", "get", "patch")
+Scalar = str | int | float | bool
+
+
+def dotted(text: str) -> tuple[str, ...]:
+    return tuple(text.split("."))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class Freeze(_Strict):
+    """How one object is frozen. `path` (scale, field) is dotted under `spec`; `key` names an annotation."""
+
+    method: Literal["scale", "field", "annotation"]
+    path: str | None = Field(default=None, description="scale: the replica field (default: the CRD's "
+                                                       "specReplicasPath); field: the field to set")
+    key: str | None = Field(default=None, description="annotation: its key")
+    value: Scalar | None = Field(default=None, description="field, annotation: the value that means frozen")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Freeze:
+        if self.path is not None and not (_PATH.fullmatch(self.path) and self.path.startswith("spec.")):
+            raise ValueError(f"freeze.path {self.path!r} is not a dotted path under spec (spec.replicas)")
+        if self.method == "field" and (self.path is None or self.value is None):
+            raise ValueError("freeze by field needs path and value")
+        if self.method == "annotation":
+            if self.key is None or not _ANNOTATION_KEY.fullmatch(self.key) or not isinstance(self.value, str):
+                raise ValueError("freeze by annotation needs key (an annotation key) and value (a string)")
+            if self.key.startswith("nsscaler.wubw.fun/"):
+                raise ValueError("freeze by annotation cannot use nsscaler's own annotations")
+        if self.method == "scale" and self.value is not None:
+            raise ValueError("freeze by scale sets the replica field to 0: no value")
+        return self
+
+    @property
+    def where(self) -> tuple[str, ...]:
+        """Where in the object the freeze writes (scale: known from the CRD, so empty here)."""
+        if self.method == "annotation":
+            return ("metadata", "annotations", str(self.key))
+        return dotted(self.path) if self.path else ()
+
+
+class Condition(_Strict):
+    """A condition the operator sets in `status.conditions` (metav1.Condition shape)."""
+
+    type: str = Field(min_length=1)
+    status: Literal["True", "False", "Unknown"] = "True"
+    reason: str | None = None
+
+
+class Frozen(_Strict):
+    """How to tell an object is frozen: its Pods gone (the Pod census), or besides them the operator's own
+    condition, reported when it does not come within `within` seconds."""
+
+    condition: Condition | None = None
+    within: float = Field(default=600, gt=0, le=86400)
+
+
+class Compare(_Strict):
+    """`path` equals `equals`, or (`at_least`) is a number at least the number at that other path."""
+
+    path: str = Field(pattern=_PATH.pattern)
+    equals: Scalar | None = None
+    at_least: str | None = Field(default=None, alias="atLeast", pattern=_PATH.pattern)
+
+    @model_validator(mode="after")
+    def _one(self) -> Compare:
+        if (self.equals is None) == (self.at_least is None):
+            raise ValueError(f"{self.path}: give exactly one of equals, atLeast")
+        return self
+
+
+class Row(_Strict):
+    """One kind nsscaler can freeze, as data."""
+
+    kind: Kind = Field(description="<Kind>.<group>, as spec.kinds names it")
+    plural: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                               description="its resource name (the CRD's names.plural): what its RBAC names")
+    versions: tuple[str, ...] = Field(min_length=1, description="the API versions it was checked against, "
+                                                                "preferred first")
+    freeze: Freeze
+    frozen: Frozen = Frozen()
+    precondition: Compare | None = Field(default=None, description="what must hold before a freeze (else the "
+                                                                   "object is left running and reported)")
+    ready: Compare | None = Field(default=None, description="when a restored object is ready, for a later "
+                                                            "restore tier (default: at once)")
+    tier: Literal["data", "app"] = Field(default="app", description="data: given back before the apps")
+    source: str = Field(default="", description="where its behaviour is documented")
+    checked: tuple[str, ...] = Field(default=(), description="operator versions it was checked against")
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _custom(self) -> Row:
+        if not self.kind.group:
+            raise ValueError(f"{self.kind} is built in ({', '.join(BUILTIN_NAMES)}): a row names <Kind>.<group>")
+        bad = [v for v in self.versions if not _VERSION.fullmatch(v)]
+        if bad:
+            raise ValueError(f"versions {bad} are not API versions (v1, v1beta2)")
+        return self
+
+    @property
+    def verbs(self) -> tuple[str, ...]:
+        return VERBS
+
+
+def _name_of(item: Any, index: int) -> str:
+    kind = item.get("kind") if isinstance(item, Mapping) else None
+    return f"row {index + 1} ({kind})" if isinstance(kind, str) else f"row {index + 1}"
+
+
+def _reason(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    return "; ".join(parts)
+
+
+def parse_rows(items: Any, *, origin: str) -> tuple[list[Row], list[str]]:
+    """The valid rows of `items` (a list of mappings), and one line per bad row naming it and why. A kind named
+    twice keeps its first row."""
+    if not isinstance(items, list):
+        return [], [f"{origin}: not a list of rows but {shown(str(type(items).__name__))}"]
+    rows: list[Row] = []
+    problems: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            row = Row.model_validate(item)
+        except ValidationError as exc:
+            problems.append(f"{origin}: {_name_of(item, index)} ignored: {_reason(exc)}")
+            continue
+        if any(r.kind == row.kind for r in rows):
+            problems.append(f"{origin}: {_name_of(item, index)} ignored: {row.kind} has a row already")
+            continue
+        rows.append(row)
+    return rows, problems
+
+
+def merged(first: Iterable[Row], then: Iterable[Row]) -> dict[Kind, Row]:
+    """Rows by kind: those of `first` (a platform team's) win over those of `then` (the catalogue)."""
+    out: dict[Kind, Row] = {}
+    for row in [*first, *then]:
+        out.setdefault(row.kind, row)
+    return out
+
+
+def read_rows(path: Path) -> tuple[list[Row], list[str]]:
+    """The rows of a YAML file (a list of rows), or of every `*.yaml`, `*.yml` and `*.json` file of a directory
+    (a mounted ConfigMap), in name order; and one line per bad row or unreadable file. Never raises."""
+    files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file()) \
+        if path.is_dir() else [path]
+    rows: list[Row] = []
+    problems: list[str] = []
+    for file in files:
+        try:
+            items = yaml.safe_load(file.read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            problems.append(f"kind rows {file}: not read: {shown(str(exc).splitlines()[0] if str(exc) else '')}")
+            continue
+        found, bad = parse_rows(items or [], origin=f"kind rows {file}")
+        problems += bad
+        for row in found:
+            if any(r.kind == row.kind for r in rows):
+                problems.append(f"kind rows {file}: the row of {row.kind} ignored: {row.kind} has a row already")
+            else:
+                rows.append(row)
+    return rows, problems

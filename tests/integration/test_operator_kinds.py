@@ -1,0 +1,222 @@
+"""Kinds as rows against the real thing: every row of the shipped catalogue against its operator's real CRD
+(tests/fixtures/crds, the versions the rows were checked against), a CNPG Cluster hibernated the operator's way
+with a test controller that follows CNPG's documented contract (tests/cnpg_contract.py), and a kind a platform
+team adds as a row in data only (`--kind-rows`), a broken row beside it reported once while the others act."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devtools import builders
+from devtools.builders import AdminApi, wait_until
+from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
+from tests import crds
+from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
+
+pytestmark = pytest.mark.usefixtures("crd")
+#: one object per catalogue row frozen by a field or its replica count, as its CRD's schema accepts it, and where
+#: the freeze writes: (kind, apiVersion, spec, path of the frozen field, its frozen value, the record)
+ROWS = [
+    pytest.param("Pooler.postgresql.cnpg.io", "postgresql.cnpg.io/v1",
+                 {"cluster": {"name": "db"}, "instances": 2, "pgbouncer": {"poolMode": "session"}},
+                 ("instances",), 0, (ANNOTATION_ORIGINAL_REPLICAS, "2"), id="cnpg-pooler"),
+    pytest.param("postgresql.acid.zalan.do", "acid.zalan.do/v1",
+                 {"teamId": "acid", "numberOfInstances": 2, "postgresql": {"version": "17"},
+                  "volume": {"size": "1Gi"}}, ("numberOfInstances",), 0, (ANNOTATION_ORIGINAL_VALUE, "2"),
+                 id="zalando-postgresql"),
+    pytest.param("PerconaXtraDBCluster.pxc.percona.com", "pxc.percona.com/v1",
+                 {"crVersion": "1.18.0", "pxc": {"size": 3}}, ("pause",), True, (ANNOTATION_ORIGINAL_VALUE, "null"),
+                 id="percona-pxc-pause-absent"),
+    pytest.param("KafkaConnect.kafka.strimzi.io", "kafka.strimzi.io/v1",
+                 {"replicas": 2, "bootstrapServers": "kafka:9092", "groupId": "g", "configStorageTopic": "c",
+                  "statusStorageTopic": "s", "offsetStorageTopic": "o"}, ("replicas",), 0,
+                 (ANNOTATION_ORIGINAL_REPLICAS, "2"), id="strimzi-connect"),
+    pytest.param("KafkaMirrorMaker2.kafka.strimzi.io", "kafka.strimzi.io/v1",
+                 {"replicas": 3, "target": {"alias": "t", "bootstrapServers": "kafka:9092", "groupId": "g",
+                                            "configStorageTopic": "c", "statusStorageTopic": "s",
+                                            "offsetStorageTopic": "o"},
+                  "mirrors": [{"source": {"alias": "s", "bootstrapServers": "other:9092"}}]},
+                 ("replicas",), 0, (ANNOTATION_ORIGINAL_REPLICAS, "3"), id="strimzi-mirrormaker2"),
+    pytest.param("KafkaBridge.kafka.strimzi.io", "kafka.strimzi.io/v1",
+                 {"replicas": 1, "bootstrapServers": "kafka:9092"}, ("replicas",), 0,
+                 (ANNOTATION_ORIGINAL_REPLICAS, "1"), id="strimzi-bridge"),
+]
+
+
+@pytest.fixture(scope="module")
+def operator_crds(api: AdminApi) -> None:
+    crds.install(api, crds.operators())
+
+
+def ours(obj: dict[str, Any]) -> dict[str, str]:
+    return {k: v for k, v in (obj["metadata"].get("annotations") or {}).items() if k.startswith("nsscaler.wubw.fun/")}
+
+
+def made(kind: str, api_version: str, ns: str, name: str, spec: dict[str, Any],
+         annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind.partition(".")[0],
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}}, "spec": spec}
+
+
+def give_back(api: AdminApi, policy: str) -> None:
+    """The namespace becomes active: the next run restores what the policy froze there."""
+    api.patch("NSScaler", policy, {"spec": {"active_namespace_suffixes": ["v1"]}})
+
+
+@pytest.mark.parametrize(("kind", "api_version", "spec", "path", "frozen", "record"), ROWS)
+def test_each_catalogue_row_freezes_its_kind_the_operators_way_and_gives_it_back_exactly(
+        api, run_job, prefix, operator_crds, kind, api_version, spec, path, frozen, record):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    created = api.create(made(kind, api_version, ns, "x", copy.deepcopy(spec), {"team": "data"}))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=[kind]))
+    result = run_job()
+    assert result.exit_code == 0, result.stderr
+    short = kind.partition(".")[0]
+    obj = api.get(short, "x", ns)
+    assert obj["spec"] == {**created["spec"], path[0]: frozen}, "only the row's field changed (CRD defaults kept)"
+    assert ours(obj) == {record[0]: record[1], ANNOTATION_SCALED_BY: f"{prefix}p"}
+    assert obj["metadata"]["annotations"]["team"] == "data"
+    steady = run_job()
+    assert steady.exit_code == 0 and api.get(short, "x", ns)["metadata"]["resourceVersion"] == \
+        obj["metadata"]["resourceVersion"], "a frozen object is left alone"
+
+    give_back(api, f"{prefix}p")
+    assert run_job().exit_code == 0
+    back = api.get(short, "x", ns)
+    assert back["spec"] == created["spec"] and back["metadata"]["annotations"] == created["metadata"]["annotations"]
+    assert not (back["metadata"].get("labels") or {})
+
+
+@pytest.mark.parametrize("before", [None, "off"], ids=["no-annotation", "annotation-off"])
+def test_a_cnpg_cluster_hibernates_the_operators_way_keeps_its_volumes_and_comes_back_exactly(
+        api, run_job, prefix, operator_crds, before):
+    """The CNPG operator is imitated by a test controller that follows CNPG's documented hibernation contract
+    (tests/cnpg_contract.py): it makes one Pod and one PVC per instance, deletes the Pods on the annotation
+    (condition DeletingPods, then Hibernated), keeps the PVCs, and recreates the Pods when the annotation is `off`
+    or gone. `done` is true only once its Pods are gone; the restore gives the annotation back as it was."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    contract = HibernationContract(api, ns)
+    contract.start()
+    try:
+        annotations = {"team": "data", **({ANNOTATION: before} if before else {})}
+        created = api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db",
+                                  {"instances": 3, "storage": {"size": "1Gi"}}, annotations))
+        wait_until(lambda: len(contract._pods("db")) == 3 and api.get("Cluster", "db", ns).get("status", {}).get(
+            "phase") == "Cluster in healthy state", timeout=30, what="the cluster's three instances")
+        claims = sorted(c["metadata"]["uid"] for c in api.list("PersistentVolumeClaim", ns))
+        api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io"]))
+
+        assert run_job().exit_code == 0
+        cluster = api.get("Cluster", "db", ns)
+        assert cluster["metadata"]["annotations"][ANNOTATION] == "on"
+        assert ours(cluster) == {ANNOTATION_ORIGINAL_VALUE: '"off"' if before else "null",
+                                 ANNOTATION_SCALED_BY: f"{prefix}p"}
+        assert cluster["spec"] == created["spec"], "hibernated by its annotation, never through /scale"
+
+        def hibernated() -> bool:
+            conditions = api.get("Cluster", "db", ns).get("status", {}).get("conditions") or []
+            return any(c["type"] == CONDITION and c["reason"] == "Hibernated" and c["status"] == "True"
+                       for c in conditions)
+        wait_until(hibernated, timeout=30, what="the operator's Hibernated condition")
+        assert not contract._pods("db")
+        assert sorted(c["metadata"]["uid"] for c in api.list("PersistentVolumeClaim", ns)) == claims, "PVCs kept"
+        assert run_job().exit_code == 0
+        assert api.status(f"{prefix}p")["done"] is True, "done once the operator's Pods are gone"
+
+        give_back(api, f"{prefix}p")
+        assert run_job().exit_code == 0
+        back = api.get("Cluster", "db", ns)
+        assert back["metadata"]["annotations"] == created["metadata"]["annotations"]
+        assert back["spec"] == created["spec"]
+        wait_until(lambda: len(contract._pods("db")) == 3, timeout=30, what="the instances again")
+        assert sorted(c["metadata"]["uid"] for c in api.list("PersistentVolumeClaim", ns)) == claims
+    finally:
+        contract.stop()
+    assert not contract.errors
+
+
+def test_a_cnpg_cluster_comes_back_in_the_data_tier_before_the_app_that_uses_it(api, run_job, prefix, operator_crds):
+    """CNPG is imitated by the test controller that follows its documented hibernation contract
+    (tests/cnpg_contract.py). With no restore order and no tier annotation, the catalogue's data tier puts the
+    Cluster first: the app's Deployment stays frozen until the Cluster reports its instances ready."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    contract = HibernationContract(api, ns)
+    contract.start()
+    try:
+        api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db", {"instances": 2}))
+        api.create(builders.deployment(ns, "web", 2))
+        wait_until(lambda: len(contract._pods("db")) == 2, timeout=30, what="the cluster's instances")
+        api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io", "Deployment"]))
+        assert run_job().exit_code == 0
+        assert api.replicas("Deployment", ns, "web") == 0
+        wait_until(lambda: not contract._pods("db"), timeout=30, what="the cluster hibernated")
+
+        give_back(api, f"{prefix}p")
+        first = run_job("--restore-wait-in-run", "0")
+        assert first.exit_code == 0, first.stderr
+        assert ANNOTATION not in (api.get("Cluster", "db", ns)["metadata"].get("annotations") or {}), "data first"
+        assert api.replicas("Deployment", ns, "web") == 0, "the app waits for its database"
+        restoring = api.status(f"{prefix}p")["restoring"]
+        assert [(r["namespace"], r["tier"]) for r in restoring] == [(ns, 1)], restoring
+        wait_until(lambda: api.get("Cluster", "db", ns)["status"].get("readyInstances") == 2, timeout=30,
+                   what="the cluster's instances ready again")
+        assert run_job("--restore-wait-in-run", "0").exit_code == 0
+        assert api.replicas("Deployment", ns, "web") == 2
+    finally:
+        contract.stop()
+    assert not contract.errors
+
+
+def test_an_unhealthy_cnpg_cluster_is_left_running_and_named_in_the_run(api, run_job, prefix, operator_crds):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db", {"instances": 1}))
+    api.patch("Cluster", "db", {"status": {"phase": "Setting up primary"}}, ns, sub="status")
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io"]))
+    result = run_job()
+    assert result.exit_code == 1
+    assert "to be 'Cluster in healthy state' first" in result.stderr
+    assert ANNOTATION not in (api.get("Cluster", "db", ns)["metadata"].get("annotations") or {})
+
+
+def test_a_kind_added_as_a_row_in_data_only_is_frozen_and_given_back_and_a_broken_row_is_named_once(
+        api, run_job, prefix, operator_crds, tmp_path: Path):
+    crds.install(api, [crds.PAUSED])
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(yaml.safe_dump([
+        {"kind": "Paused.test.nsscaler.io", "versions": ["v1"],
+         "freeze": {"method": "field", "path": "spec.paused", "value": True}},
+        {"kind": "Broken.test.nsscaler.io", "versions": ["v1"], "freeze": {"method": "field", "path": "spec.x"}},
+    ]))
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Paused", ns, "svc", {"paused": False, "size": 2}))
+    api.create(builders.deployment(ns, "web", 2))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Paused.test.nsscaler.io", "Deployment"]))
+    result = run_job("--kind-rows", str(rows))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("Broken.test.nsscaler.io") == 1, result.stderr
+    assert "row 2 (Broken.test.nsscaler.io) ignored: freeze: Value error, freeze by field needs path and value" \
+        in result.stderr
+    paused = api.get("Paused", "svc", ns)
+    assert paused["spec"] == {"paused": True, "size": 2}
+    assert ours(paused) == {ANNOTATION_ORIGINAL_VALUE: "false", ANNOTATION_SCALED_BY: f"{prefix}p"}
+    assert api.replicas("Deployment", ns, "web") == 0
+
+    give_back(api, f"{prefix}p")
+    assert run_job("--kind-rows", str(rows)).exit_code == 0
+    back = api.get("Paused", "svc", ns)
+    assert back["spec"] == {"paused": False, "size": 2} and ours(back) == {}
+    # without its row the kind has no /scale: the policy naming it says so, as for any kind nsscaler cannot freeze
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": []}})
+    assert run_job().exit_code == 1
+    ready = {c["type"]: c for c in api.status(f"{prefix}p")["conditions"]}["Ready"]
+    assert ready["reason"] == "InvalidSpec" and "has no /scale subresource" in ready["message"], ready
