@@ -253,10 +253,13 @@ def steady_state_requests() -> tuple[int, int]:
     return lists, patches
 
 
+@pytest.mark.usefixtures("settled_cluster")
 def test_a_steady_state_sends_every_request_on_one_connection(api: AdminApi, control_plane, run_job, prefix,
                                                                 admin_token, tmp_path):
     """A run that finds its family as it left it reads a few small pages: a second connection (a thread, a TLS
-    handshake on both sides) would cost more than any overlap it buys. The proxy counts what the run opens."""
+    handshake on both sides) would cost more than any overlap it buys. The proxy counts what the run opens.
+    Earlier tests' namespaces must be gone first: with hundreds of their workloads still in the cluster, a
+    family this small is read one namespace at a time (cheaper for the API server, two LISTs more here)."""
     make_family(api, prefix, {"v1": {"d-web": 2, "s-db": 1}, "v2": {"d-api": 1}})
     api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
     assert run_job().exit_code == 0  # the freeze
