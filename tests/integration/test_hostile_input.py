@@ -24,6 +24,8 @@ from tests import crds
 from tests.conftest import CRD, WAKE_CRD, apply_manifest
 from tests.schema_fuzz import without_bounds
 
+#: the CRDs' bounds and the hostile cases hold on every supported Kubernetes version (its CEL and OpenAPI checks)
+pytestmark = pytest.mark.versions
 FAR = "9999-12-31T23:59:59-01:00"  # in the year 10000 once in UTC
 
 
