@@ -5,8 +5,8 @@ Each version's build and test time and pytest's own counts (from its JUnit XML: 
 are printed and recorded in docs/operating/versions.json with the commit and the date, one entry per minor: a run
 of some minors (`--minor 1.35`) replaces only theirs. That file is what the README's and
 docs/operating/versions.md's table is written from (`make versions-table`; `make lint` fails on a stale table).
-A run given other pytest arguments (`-k`, `-x`, a path) tests a selection, not the suite: it is recorded only in
-build/test-versions.json.
+A run given pytest arguments that select (`-k`, `-x`, a path...) tests a selection, not the suite: it is recorded
+only in build/test-versions.json; reporting arguments (`-rs`, `-v`) select nothing.
 """
 
 from __future__ import annotations
@@ -21,12 +21,21 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from devtools import versions_table
 from devtools.cluster import build, versions
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "build" / "test-versions.json"
-#: the tier's record of the whole suite on each minor, the table's one source
-RECORD = ROOT / "docs" / "operating" / "versions.json"
+RECORD = versions_table.RECORD
+
+
+#: pytest arguments that run less than the whole suite (a path, anything not starting with "-", does too)
+SELECTING = ("-k", "-m", "-x", "--exitfirst", "--maxfail", "--deselect", "--lf", "--last-failed", "--sw",
+             "--stepwise", "--ignore", "--ignore-glob")
+
+
+def selects(pytest_args: list[str]) -> bool:
+    return any(not a.startswith("-") or a.split("=")[0] in SELECTING for a in pytest_args)
 
 
 def _commit() -> str:
@@ -82,15 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"commit": commit, "date": date, "pytest_args": pytest_args,
                                    "versions": results}, indent=2) + "\n")
-    if not pytest_args:
+    if not selects(pytest_args):
         record(results, commit=commit, date=date)
+        versions_table.main([])
     print("\nversion tier:", file=sys.stderr)
     for r in results:
         print(f"  Kubernetes {r['kubernetes']}: {'passed' if r['exit'] == 0 else 'FAILED'}: {r['passed']} passed, "
               f"{r['failed']} failed, {r['errors']} errors, {r['skipped']} skipped "
               f"(build {r['build_seconds']}s, tests {r['test_seconds']}s)", file=sys.stderr)
-    where = RECORD.relative_to(ROOT) if not pytest_args else f"{RESULTS.relative_to(ROOT)} only (a selection)"
-    print(f"  recorded in {where}; `make versions-table` writes the tables from it", file=sys.stderr)
+    where = RECORD.relative_to(ROOT) if not selects(pytest_args) else f"{RESULTS.relative_to(ROOT)} only (a selection)"
+    print(f"  recorded in {where}", file=sys.stderr)
     return 0 if all(r["exit"] == 0 for r in results) else 1
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from devtools.cluster import versions
-from devtools.version_tier import RECORD
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the version tier's record of the whole suite on each minor (devtools/version_tier.py writes it), the table's source
+RECORD = ROOT / "docs" / "operating" / "versions.json"
 PAGES = (ROOT / "README.md", ROOT / "docs" / "operating" / "versions.md")
 HEADER = "| Kubernetes | What differs | Last proven |\n|---|---|---|\n"
 #: minor -> what differs on it, for a reader choosing a version
