@@ -1,11 +1,11 @@
 """Upgrades keep old records readable: workloads frozen by an earlier nsscaler, kept as files, are restored exactly by
 this one, on the real control plane.
 
-Each kept release's `tests/fixtures/releases/<version>/records.yaml` (and the earlier `tests/fixtures/records/*.yaml`)
-holds, for every kind nsscaler freezes (built-in, a custom kind with /scale, and a KEDA ScaledObject), the object
-before its freeze and the object as that version's freeze left it: every annotation and label of the record, as
-written. Each file is written once, by the version it names, and never edited after: a newer nsscaler must restore
-what is in it. `make keep-release` writes a released version's file (with `WRITE_RECORD_FIXTURES=<path>`, through
+Each kept release's `tests/fixtures/releases/<version>/records.yaml` holds, for every kind nsscaler freezes
+(built-in, a custom kind with /scale, and a KEDA ScaledObject), the object before its freeze and the object as that
+version's freeze left it: every annotation and label of the record, as written. Each file is written once, by the
+version it names, and never edited after: a newer nsscaler must restore what is in it. `make keep-release` writes a
+released version's file (with `WRITE_RECORD_FIXTURES=<path>`, through
 `test_this_version_writes_a_record_on_every_kind`); tests/unit/test_releases.py fails while a released version has
 none.
 """
@@ -29,8 +29,8 @@ from tests.integration.test_release import EVERY_KIND, SYSTEM_ANNOTATIONS, make_
 pytestmark = pytest.mark.usefixtures("crd")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-#: every kept file of records: the kept releases' and the earliest ones, kept before releases were
-RECORD_FILES = sorted([*(FIXTURES / "records").glob("*.yaml"), *(FIXTURES / "releases").glob("*/records.yaml")])
+#: every kept release's records
+RECORD_FILES = sorted((FIXTURES / "releases").glob("*/records.yaml"))
 #: stand-ins for the namespace and the policy, replaced by each test's own
 NS, POLICY = "fixture-ns", "fixture-policy"
 KINDS = [*EVERY_KIND, "Fleet.test.nsscaler.io"]
