@@ -21,8 +21,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # .venv holds requirements-dev.lock and nothing else (the runtime pins are the image's: what is tested is what ships),
-# plus nsscaler itself; a changed lock rebuilds it from scratch. No resolver runs: every package is pinned and hashed.
-$(BIN)/.installed: pyproject.toml requirements-dev.lock
+# plus nsscaler itself; a changed lock rebuilds it from scratch, and so does a new version in job/__init__.py (the
+# installed metadata carries it). No resolver runs: every package is pinned and hashed.
+$(BIN)/.installed: pyproject.toml requirements-dev.lock job/__init__.py
 	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements-dev.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
