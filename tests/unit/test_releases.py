@@ -76,3 +76,12 @@ def test_a_kept_release_is_unedited_and_of_its_own_version(version):
 ])
 def test_a_changelog_heading_is_read_as_version_and_date(text, expected):
     assert release.changelog_versions(text) == expected
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    pytest.param(KEPT[0] if KEPT else "0.0.0", "never written again", id="kept-already"),
+    pytest.param("9.9.9", "does not date 9.9.9", id="not-released"),
+])
+def test_keep_release_refuses_to_write_a_kept_release_again_or_an_undated_one(version, words):
+    with pytest.raises(SystemExit, match=words):
+        release.keep(version)
