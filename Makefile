@@ -24,8 +24,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # .venv holds requirements-dev.lock and nothing else (the runtime pins are the image's: what is tested is what ships),
-# plus nsscaler itself; a changed lock rebuilds it from scratch. No resolver runs: every package is pinned and hashed.
-$(BIN)/.installed: pyproject.toml requirements-dev.lock $(VENV).python
+# plus nsscaler itself; a changed lock rebuilds it from scratch, and so does a new version in job/__init__.py (the
+# installed metadata carries it) or another interpreter. No resolver runs: every package is pinned and hashed.
+$(BIN)/.installed: pyproject.toml requirements-dev.lock job/__init__.py $(VENV).python
 	@$(PYTHON) -c 'import sys; sys.exit(sys.base_prefix != "/usr")' || { echo "$(PYTHON) is not Debian's python3.11: run \`make python\` (as root) first, or set PYTHON= to it" >&2; exit 2; }
 	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements-dev.lock
@@ -56,7 +57,7 @@ lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pi
 control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager, kubectl once (cached, ~8 min on 2 cores)
 	$(BIN)/python -m devtools.cluster build
 
-lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every bench result rendered again from its JSON, `kubectl kustomize` of every overlay, `make docs`
+lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every bench result rendered again from its JSON, the version table from the tier's JSON, `kubectl kustomize` of every overlay, `make docs`
 	@$(BIN)/python -m tools.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -65,6 +66,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every ben
 	$(BIN)/python -m devtools.rows --check
 	$(BIN)/python -m devtools.chart --check
 	$(BIN)/python -m devtools.admission --check
+	$(BIN)/python -m devtools.versions_table --check
 	$(BIN)/python -m bench.verify
 	@$(MAKE) --no-print-directory docs
 	@for o in kustomize/overlays/*/; do echo "kustomize $$o"; $(BIN)/kubectl kustomize $$o > /dev/null || exit 1; done
@@ -91,6 +93,9 @@ chart: install ## regenerate charts/nsscaler from `kubectl kustomize` of kustomi
 package: chart helm ## the chart archive, dist/nsscaler-<version>.tgz (the version of job/__init__.py)
 	$$($(BIN)/python -m devtools.cluster.tools helm) package charts/nsscaler -d dist
 
+keep-release: install helm control-plane ## keep the released version's chart package, wheel and records in tests/fixtures/releases/<version>/ (once; CHANGELOG.md dates it first)
+	$(BIN)/python -m devtools.release
+
 metrics-manifests: install ## regenerate the metrics component's PrometheusRule and Helm values from its sources
 	$(BIN)/python -m devtools.metrics_component
 
@@ -103,8 +108,11 @@ gateway-tools: gateway-crds ## build Traefik v3.6.12 once, for the wake-on-reque
 test: install control-plane metrics-tools gateway-crds ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
 
-test-versions: install ## the compatibility suite against Kubernetes 1.34 to 1.37, each built once (cached, ~6 min each)
+test-versions: install helm gateway-crds ## the compatibility suite against Kubernetes 1.34 to 1.37, each built once (cached, ~6 min each; PYTEST_ARGS="--minor 1.35": one); records docs/operating/versions.json
 	$(BIN)/python -m devtools.version_tier $(PYTEST_ARGS)
+
+versions-table: install ## write the README's and docs/operating/versions.md's version table from docs/operating/versions.json (the version tier's own record)
+	$(BIN)/python -m devtools.versions_table
 
 test-slow: install control-plane ## the long fault tests (crash loops, API server restarts)
 	$(BIN)/pytest -m "slow and not node" $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: no slow test selected
@@ -196,5 +204,5 @@ run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscale
 
 .PHONY: help install lock docs rows control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
 	test-unit mutation cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
-	chart package node-deps node-binaries \
+	chart package keep-release versions-table node-deps node-binaries \
 	node-images test-node node-up node-down

@@ -1,3 +1,3 @@
 """nsscaler: a CronJob batch reconciler that holds namespace families at zero replicas, and restores them."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

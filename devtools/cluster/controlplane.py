@@ -45,6 +45,9 @@ SERVICE_CIDR = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"
 _START_TIMEOUT = 120.0
 
+#: the user name of the tests' cluster admin (its certificate's common name): a Wake it writes names it as requester
+ADMIN_USER = "nsscaler-test-admin"
+
 
 def free_ports(count: int) -> list[int]:
     """Distinct free loopback ports: all sockets stay bound until every port is chosen, so the kernel
@@ -298,7 +301,7 @@ def start(state_dir: Path, *, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
     ca = pki.Authority(pki_dir)
     serving_cert, serving_key = ca.issue("apiserver", common_name="kube-apiserver", server=True,
                                          extra_ips=(node_ip, KUBERNETES_SERVICE_IP) if node_ip else ())
-    admin_cert, admin_key = ca.issue("admin", common_name="nsscaler-test-admin", organization="system:masters")
+    admin_cert, admin_key = ca.issue("admin", common_name=ADMIN_USER, organization="system:masters")
     sa_private, sa_public = ca.service_account_keys()
     etcd_port, etcd_peer, api_port, kcm_port = free_ports(4)
     forget_kubectl_discovery(node_ip or "127.0.0.1", api_port)

@@ -182,6 +182,7 @@ MATRIX = [
     pytest.param({"metrics": {"enabled": True}}, id="metrics"),
     pytest.param({"wakeRequesterStamp": {"enabled": True}}, id="wake-requester-stamp"),
     pytest.param({"operatorKinds": {"enabled": True}}, id="operator-kinds"),
+    pytest.param({"waker": {"enabled": True}}, id="waker"),
     pytest.param({"namespace": {"name": "platform-nsscaler", "create": True}}, id="other-namespace"),
 ]
 
@@ -214,6 +215,10 @@ def test_every_rendering_is_accepted_by_the_api_server(helm, plane, plane_api, t
             wait_until(lambda o=o: not plane_api.exists("Namespace", o["metadata"]["name"]), what="the namespace gone")
     (cron,) = [o for o in docs if o["kind"] == "CronJob"]
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]
+    waker = [o["kind"] for o in docs if o["metadata"]["name"] == "nsscaler-waker" and o["kind"] in (
+        "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "ServiceAccount")]
+    assert sorted(waker) == (sorted(["Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "ServiceAccount"])
+                             if values.get("waker", {}).get("enabled") else []), waker
     if values is POD_SETTINGS:
         spec = pod["spec"]
         container = spec["containers"][0]
@@ -228,26 +233,34 @@ def test_every_rendering_is_accepted_by_the_api_server(helm, plane, plane_api, t
 # -- a whole life: install, run, upgrade while frozen, uninstall ----------------------------------------------------
 
 def run_pod_command(plane: controlplane.ControlPlane, pod_spec: dict[str, Any], namespace: str,
-                    tmp_path: Path) -> subprocess.CompletedProcess[str]:
+                    tmp_path: Path, *, wheel: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The Pod's container as its image would run it (`nsscaler` and the args), its environment, and its
-    ServiceAccount's real token."""
+    ServiceAccount's real token. With `wheel`, the `nsscaler` of that wheel (a kept release's: a pure wheel is
+    importable as it is, ahead of the working tree's package), run from a folder outside the working tree."""
     (container,) = pod_spec["containers"]
     kubeconfig = plane.service_account_kubeconfig(tmp_path / "sa.kubeconfig", namespace, pod_spec["serviceAccountName"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NSSCALER_") and k != "KUBECONFIG"}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NSSCALER_") and k not in ("KUBECONFIG", "PYTHONPATH")}
     for item in container.get("env", []):
         env[item["name"]] = namespace if "valueFrom" in item else item["value"]
     env["NSSCALER_KUBECONFIG"] = str(kubeconfig)
-    command = [str(Path(sys.executable).parent / "nsscaler"), *container.get("args", [])]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    program = [str(Path(sys.executable).parent / "nsscaler")]
+    if wheel is not None:
+        env["PYTHONPATH"] = str(wheel)
+        program = [sys.executable, "-m", "job"]
+    return subprocess.run([*program, *container.get("args", [])], env=env, capture_output=True, text=True,
+                          timeout=600, check=False, cwd=tmp_path)
 
 
-def run_cronjob(plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path, name: str) -> None:
-    """`kubectl create job --from=cronjob/nsscaler`, and its Pod's command run."""
+def run_cronjob(plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path, name: str, *,
+                wheel: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`kubectl create job --from=cronjob/nsscaler`, and its Pod's command run (by `wheel`'s nsscaler, if given)."""
     subprocess.run([kubectl(), "--kubeconfig", str(plane.admin_kubeconfig), "-n", NAMESPACE, "create", "job",
                     "--from=cronjob/nsscaler", name], check=True, capture_output=True)
     job = api.get("Job", name, NAMESPACE)
-    done = run_pod_command(plane, job["spec"]["template"]["spec"], NAMESPACE, tmp_path)
+    done = run_pod_command(plane, job["spec"]["template"]["spec"], NAMESPACE, tmp_path, wheel=wheel)
     assert done.returncode == 0, done.stderr
+    return done
 
 
 def kubelet_ends(api: AdminApi, pod: dict[str, Any], code: int) -> None:

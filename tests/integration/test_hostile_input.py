@@ -16,6 +16,7 @@ import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
+from devtools.cluster.controlplane import ADMIN_USER
 from job.decide import plan as plan_api
 from job.decide import selection as selection_api
 from job.decide import waking
@@ -24,7 +25,12 @@ from tests import crds
 from tests.conftest import CRD, WAKE_CRD, apply_manifest
 from tests.schema_fuzz import without_bounds
 
+#: the CRDs' bounds and the hostile cases hold on every supported Kubernetes version (its CEL and OpenAPI checks)
+pytestmark = pytest.mark.versions
 FAR = "9999-12-31T23:59:59-01:00"  # in the year 10000 once in UTC
+#: a Wake written by hand names its requester: the API server fills it in only where it serves
+#: MutatingAdmissionPolicy v1 (1.36 and later); on 1.34 and 1.35 one without it is refused
+OWN = {"requestedBy": ADMIN_USER}
 
 
 def family(api: AdminApi, prefix: str, *, deployments: tuple[str, ...] = ("web",)) -> str:
@@ -55,10 +61,10 @@ def post(api: AdminApi, obj: dict[str, Any]) -> requests.Response:
 def test_absurd_dates_and_durations_are_refused_at_admission_with_the_limit(api: AdminApi, prefix):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
-    long_wake = post(api, builders.wake(ns, "3000000d"))
+    long_wake = post(api, builders.wake(ns, "3000000d", **OWN))
     assert long_wake.status_code == 422, long_wake.text
     assert "spec.duration: Invalid value" in long_wake.text and "must be at most 3650 days" in long_wake.text
-    far_wake = post(api, {**builders.wake(ns, "1h"), "spec": {"until": FAR}})
+    far_wake = post(api, {**builders.wake(ns, "1h"), "spec": {"until": FAR, **OWN}})
     assert far_wake.status_code == 422, far_wake.text
     assert "until must be from 1970-01-01T00:00:00Z to before 9000-01-01T00:00:00Z" in far_wake.text
     far_policy = post(api, builders.nsscaler(f"{prefix}p", prefix, [], until=FAR))
@@ -102,8 +108,8 @@ def test_past_admission_the_run_names_the_bad_objects_and_serves_every_other_pol
     bad = f"{prefix}far"
     try:
         created_once_admitted(api, builders.nsscaler(bad, prefix + "b-", [], until=FAR))
-        created_once_admitted(api, builders.wake(woken, "3000000d", name="long"))
-        created_once_admitted(api, {**builders.wake(woken, "1h", name="far"), "spec": {"until": FAR}})
+        created_once_admitted(api, builders.wake(woken, "3000000d", name="long", **OWN))
+        created_once_admitted(api, {**builders.wake(woken, "1h", name="far"), "spec": {"until": FAR, **OWN}})
         result = run_job()
         assert result.exit_code == 1, result.stderr
         assert "Traceback" not in result.stderr
@@ -136,7 +142,7 @@ def test_an_unexpected_error_stays_with_its_policy_wake_or_workload(api: AdminAp
     nsscaler decides about that object alone): each is reported on its object, and everything else is served."""
     served = family(api, prefix + "a-", deployments=("web", "boom"))
     broken = family(api, prefix + "b-")
-    api.create(builders.wake(served, "1h", name="odd"))
+    api.create(builders.wake(served, "1h", name="odd", **OWN))
     failing_policy, failing_wake = f"{prefix}b-p", (served, "odd")
 
     schedule_state = selection_api._schedule_state

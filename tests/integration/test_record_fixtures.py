@@ -1,12 +1,13 @@
 """Upgrades keep old records readable: workloads frozen by an earlier nsscaler, kept as files, are restored exactly by
 this one, on the real control plane.
 
-`tests/fixtures/records/<version>.yaml` holds, for every kind nsscaler freezes (built-in, a custom kind with /scale,
-and a KEDA ScaledObject), the object before its freeze and the object as that version's freeze left it: every
-annotation and label of the record, as written. Each file is written once, by the version it names, and never
-edited after: a newer nsscaler must restore what is in it. To add the current version's file (on a release):
-`WRITE_RECORD_FIXTURES=1 pytest tests/integration/test_record_fixtures.py`; until then the test that the current
-version's file exists fails, so a new version never ships without its records kept.
+Each kept release's `tests/fixtures/releases/<version>/records.yaml` holds, for every kind nsscaler freezes
+(built-in, a custom kind with /scale, and a KEDA ScaledObject), the object before its freeze and the object as that
+version's freeze left it: every annotation and label of the record, as written. Each file is written once, by the
+version it names, and never edited after: a newer nsscaler must restore what is in it. `make keep-release` writes a
+released version's file (with `WRITE_RECORD_FIXTURES=<path>`, through
+`test_this_version_writes_a_record_on_every_kind`); tests/unit/test_releases.py fails while a released version has
+none.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from tests.integration.test_release import EVERY_KIND, SYSTEM_ANNOTATIONS, make_
 
 pytestmark = pytest.mark.usefixtures("crd")
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "records"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+#: every kept release's records
+RECORD_FILES = sorted((FIXTURES / "releases").glob("*/records.yaml"))
 #: stand-ins for the namespace and the policy, replaced by each test's own
 NS, POLICY = "fixture-ns", "fixture-policy"
 KINDS = [*EVERY_KIND, "Fleet.test.nsscaler.io"]
@@ -78,14 +81,20 @@ def swap(text: str, pairs: dict[str, str]) -> str:
     return text
 
 
-def test_this_versions_records_are_kept(api: AdminApi, run_job, prefix):
-    if os.environ.get("WRITE_RECORD_FIXTURES"):
-        write_records(api, run_job, prefix)
-    assert (FIXTURES / f"{__version__}.yaml").exists(), (
-        f"no records of nsscaler {__version__} kept: run WRITE_RECORD_FIXTURES=1 pytest {Path(__file__).name}")
+def test_this_version_writes_a_record_on_every_kind(api: AdminApi, run_job, prefix, tmp_path):
+    """What `make keep-release` keeps (into `WRITE_RECORD_FIXTURES`, a path); otherwise written to a temporary file.
+    Either way every kind is frozen, with its record beside it."""
+    path = Path(os.environ.get("WRITE_RECORD_FIXTURES") or tmp_path / "records.yaml")
+    write_records(api, run_job, prefix, path)
+    doc = yaml.safe_load(path.read_text())
+    assert doc["version"] == __version__
+    assert sorted(w["frozen"]["kind"] for w in doc["workloads"]) == sorted(kind for _, kind in OBJECTS)
+    for w in doc["workloads"]:
+        marks = {k: v for k, v in w["frozen"]["metadata"]["annotations"].items() if k.startswith(DOMAIN)}
+        assert marks and w["frozen"] != w["before"], w["frozen"]["kind"]
 
 
-def write_records(api: AdminApi, run_job: Any, prefix: str) -> None:
+def write_records(api: AdminApi, run_job: Any, prefix: str, path: Path) -> None:
     """Freeze one workload of every kind with this version and keep the result as its fixture."""
     ns, policy = f"{prefix}v1", f"{prefix}p"
     make_world(api, ns)
@@ -97,12 +106,12 @@ def write_records(api: AdminApi, run_job: Any, prefix: str) -> None:
     pairs = zip(before, frozen, strict=True)
     doc = {"version": __version__, "workloads": [{"before": b, "frozen": f} for b, f in pairs]}
     text = swap(yaml.safe_dump(doc, sort_keys=False), {ns: NS, policy: POLICY})
-    (FIXTURES / f"{__version__}.yaml").write_text(
+    path.write_text(
         f"# Records as nsscaler {__version__} writes them (tests/integration/test_record_fixtures.py). Never edit.\n"
         + text)
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", RECORD_FILES, ids=lambda p: "/".join(p.relative_to(FIXTURES).parts))
 def test_this_version_restores_every_record_an_earlier_one_wrote(api: AdminApi, run_job, prefix, path: Path):
     ns, policy = f"{prefix}v1", f"{prefix}p"
     doc = yaml.safe_load(swap(path.read_text(), {NS: ns, POLICY: policy}))

@@ -64,6 +64,7 @@ def shop(api: AdminApi, prefix: str, *, on_request: bool) -> tuple[str, str]:
     return prefix + "v1", f"{prefix}sys"
 
 
+@pytest.mark.versions  # the route swap, on every supported version (with the Gateway API CRDs)
 def test_a_held_namespace_s_routes_point_at_the_waker_with_the_record_in_the_same_write_and_come_back_exactly(
         api: AdminApi, prefix: str, run_job: Any) -> None:
     held, sys_ns = shop(api, prefix, on_request=True)
@@ -142,6 +143,7 @@ def test_a_deleted_policy_stays_until_the_routes_it_pointed_are_back(api: AdminA
                         what="the deleted NSScaler to go once its routes are back")
 
 
+@pytest.mark.versions
 def test_a_held_namespace_whose_policy_does_not_wake_on_request_keeps_its_routes(
         api: AdminApi, prefix: str, run_job: Any) -> None:
     held, sys_ns = shop(api, prefix, on_request=False)
