@@ -193,17 +193,6 @@ def test_a_stolen_nsscaler_token_cannot_change_what_runs_nor_write_in_kube_syste
                                  "spec": {"replicas": 0}}))
     assert api.replicas("Deployment", ns, "web") == 0
 
-    # on a Namespace, the hold mark's keys each where they belong: a label key as an annotation, or an annotation
-    # key as a label, is refused; the mark as a run writes it passes (a dry run: nothing is held here)
-    namespace = f"/api/v1/namespaces/{ns}"
-    refused_by(nsscaler.patch(namespace, {"metadata": {"labels": {ANNOTATION_HOLD: "x"}}}), RUN_POLICY)
-    refused_by(nsscaler.patch(namespace, {"metadata": {"annotations": {LABEL_HOLD: "deny"}}}), RUN_POLICY)
-    allowed(nsscaler.patch(namespace, {"metadata": {"labels": {LABEL_HOLD: "deny"},
-                                                    "annotations": {ANNOTATION_HOLD: "held"}}}, dry_run=True))
-    marked = api.get("Namespace", ns)["metadata"]
-    assert ANNOTATION_HOLD not in (marked.get("labels") or {})
-    assert LABEL_HOLD not in (marked.get("annotations") or {})
-
     api.create(builders.deployment("kube-system", f"{prefix}dns", 1))
     try:
         message = refused_by(nsscaler.patch(f"/apis/apps/v1/namespaces/kube-system/deployments/{prefix}dns",
