@@ -9,7 +9,8 @@ a kind's freeze patch (`frozen_body`) is the field the hold guards, and its froz
 - a key of a map set to a value no node carries (a DaemonSet's own node-selector key): it may not go, and a new
   object must carry it.
 On every kind: nsscaler's record (`nsscaler.wubw.fun/...` annotations it writes, the `scaled` label) may not be
-removed or changed by hand, nor the opt-out (`nsscaler.wubw.fun/exclude`) added. A bare Pod may not be created.
+removed or changed by hand; on a kind the holders freeze, the opt-out (`nsscaler.wubw.fun/exclude`) may not be
+added, nor carried by a new object. A bare Pod may not be created.
 Scale-downs, deletes and every other change pass.
 
 Creating is checked for every built-in kind that starts Pods, whatever the namespace's holders freeze; a change
@@ -226,12 +227,14 @@ def record_rule(resources: list[str]) -> dict[str, str]:
 
 
 def exclude_rule(resources: list[str]) -> dict[str, str]:
-    """The opt-out is not added while held: with it, the next request would be free to start Pods (a
-    workload at 0 that carries no record yet included). Set it once the namespace is woken."""
+    """The opt-out is not set while held, on a new object nor an old one of a frozen kind: with it, the next
+    request would be free to start Pods (a workload at 0 included). Set it once the namespace is woken. What a
+    built-in controller makes passes (a Deployment's annotations are copied to its ReplicaSets)."""
+    made = " || ".join(f"({RESOURCE} == '{r}' && {by_controller(r)})" for r in MADE_BY if r in resources)
     return _validation(
-        f"request.operation != 'UPDATE' || !({_is(resources)}) || !variables.frozenKind || "
-        f"{EXCLUDED} || !({ADDS_EXCLUDE})",
-        _refused(f"annotating {ANNOTATION_EXCLUDE}=true on", " while its namespace is held (wake it first)"))
+        f"!({_is(resources)}) || !variables.frozenKind || !({ADDS_EXCLUDE}) || "
+        f"(request.operation == 'UPDATE' && {EXCLUDED}) || {made}",
+        _refused(f"setting {ANNOTATION_EXCLUDE}=true on", " while its namespace is held (wake it first)"))
 
 
 def pod_rule() -> dict[str, str]:

@@ -315,6 +315,9 @@ def test_the_exclude_annotation_sent_while_held_starts_nothing(
             ns=held, policy=name)
     refused(_create(editor, builders.deployment(held, "opted-out", 3, annotations={ANNOTATION_EXCLUDE: "true"})),
             ns=held, policy=name)
+    # nor created at 0 to be raised after: the opt-out would be on the stored object by then
+    refused(_create(editor, builders.deployment(held, "opted-out", 0, annotations={ANNOTATION_EXCLUDE: "true"})),
+            ns=held, policy=name)
     web = api.get("Deployment", "web", held)
     assert web["spec"]["replicas"] == 0 and ANNOTATION_EXCLUDE not in web["metadata"]["annotations"]
     assert [d["metadata"]["name"] for d in api.list("Deployment", held)] == ["web"]
