@@ -368,6 +368,7 @@ def test_another_namespace_s_account_with_a_made_up_owner_is_held_and_the_contro
             "spec": {"replicas": 3}}
 
     def as_user(user: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """kubectl as `user` (impersonated by the cluster admin; `--as-group=...` among `args` adds groups)."""
         return subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), f"--as={user}",
                                *args], input=stdin, capture_output=True, text=True, check=False)
 
@@ -382,3 +383,30 @@ def test_another_namespace_s_account_with_a_made_up_owner_is_held_and_the_contro
             ns=held, policy=name)
     passed(as_user("system:serviceaccount:kube-system:replicaset-controller", "create", "-f", "-",
                    "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)))
+    # a node is trusted for its mirror Pods only (a static Pod's copy), not for what a ReplicaSet would own
+    node = ("system:node:n1", "--as-group=system:nodes", "--as-group=system:authenticated")
+    refused(as_user(*node, "create", "-f", "-", "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)),
+            ns=held, policy=name)
+    mirror = builders.pod(held, "static-n1", annotations={"kubernetes.io/config.mirror": "0123456789abcdef"})
+    mirror["spec"]["nodeName"] = "n1"
+    passed(as_user(*node, "create", "-f", "-", "--dry-run=server", stdin=yaml.safe_dump(mirror)))
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_kube_system_is_never_held_whatever_its_labels(api: AdminApi, prefix: str, editor: Editor) -> None:
+    """The cluster's own controllers live in kube-system: the policy's namespace selector leaves it out, even
+    where it carries the hold label (a mistake, or a hand's). A namespace labelled after it shows the label has
+    reached admission, so kube-system's pass is the selector's doing, not a stale cache."""
+    control = prefix + "control"
+    api.create(builders.namespace(control))
+    grant_edit(api, control, editor)
+    grant_edit(api, "kube-system", editor)
+    try:
+        api.patch("Namespace", "kube-system", {"metadata": {"labels": {LABEL_HOLD: "deny"}}})
+        api.patch("Namespace", control, {"metadata": {"labels": {LABEL_HOLD: "deny"}}})
+        wait_until(lambda: in_force(editor, control), what="the label to reach admission")
+        passed(editor.kubectl("run", "probe", f"--image={IMAGE}", "-n", "kube-system", "--dry-run=server"))
+    finally:
+        api.patch("Namespace", "kube-system", {"metadata": {"labels": {LABEL_HOLD: None}}})
+        api.delete("RoleBinding", f"edit-{editor.name}", "kube-system")
+    assert LABEL_HOLD not in labels(api, "kube-system")
