@@ -73,8 +73,9 @@ _OWN = f"'{DOMAIN}/'"
 GROUP = "request.resource.?group.orValue('')"
 SUB = "request.?subResource.orValue('')"
 NS = "request.?namespace.orValue('')"
-#: the hold mark on a Namespace (`job.decide.hold`): the only keys a run writes there
-HOLD_KEYS = (LABEL_HOLD, *HOLD_ANNOTATIONS)
+#: the hold mark on a Namespace (`job.decide.hold`): the only keys a run writes there, each where it belongs (a
+#: label of the mark's annotation keys, or an annotation of its label key, is refused)
+HOLD_LABELS = (LABEL_HOLD,)
 OBJ = "request.?name.orValue('')"
 
 
@@ -91,8 +92,10 @@ class Row:
     annotations: tuple[str, ...] = ()
     finalizers: bool = False
     extra: str = ""  # one more condition of this row, CEL
-    #: the only keys of nsscaler's own that may change (annotations, labels); None: any under its domain
-    own_keys: tuple[str, ...] | None = None
+    #: the only keys of nsscaler's own that may change, of the annotations and of the labels; None: any under
+    #: its domain
+    own_annotations: tuple[str, ...] | None = None
+    own_labels: tuple[str, ...] | None = None
 
 
 def _merge(trees: Iterable[Tree]) -> dict[str, Any]:
@@ -177,8 +180,9 @@ def other_rows() -> list[Row]:
             says="on an HTTPRoute nsscaler may change only its rules, to send to the waker, or back as recorded "
                  "when it removes its record, and its own annotations and labels"),
         # a Namespace's labels select what other policies apply there (the hold's own bindings, the waker's
-        # NetworkPolicy, Pod Security): only the hold mark's three keys may change, the label only to a mode
-        Row("", "namespaces", {}, own_keys=HOLD_KEYS,
+        # NetworkPolicy, Pod Security): only the hold mark may change, its label as a label (only to a mode) and
+        # its annotations as annotations
+        Row("", "namespaces", {}, own_annotations=HOLD_ANNOTATIONS, own_labels=HOLD_LABELS,
             extra=f"object.metadata.?labels[?'{LABEL_HOLD}'].orValue('{HOLD_MODES[0]}') in {list(HOLD_MODES)} && "
                   f"object.metadata.?annotations[?'{ANNOTATION_HOLD_ACCOUNT}'].orValue(request.userInfo.username) "
                   f"== request.userInfo.username",
@@ -227,8 +231,9 @@ def metadata_kept(row: Row) -> str:
     if row.finalizers:
         free["finalizers"] = None
     parts = [same(new, old, free),
-             keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations, own=row.own_keys),
-             keys_kept(_get(new, "labels"), _get(old, "labels"), own=row.own_keys)]
+             keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations,
+                       own=row.own_annotations),
+             keys_kept(_get(new, "labels"), _get(old, "labels"), own=row.own_labels)]
     if row.finalizers:
         parts.append(f"object.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}') == "
                      f"oldObject.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}')")

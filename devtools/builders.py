@@ -26,6 +26,7 @@ _PATHS = {
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
     "ServiceAccount": ("/api/v1", "serviceaccounts", True),
     "Secret": ("/api/v1", "secrets", True),
+    "ConfigMap": ("/api/v1", "configmaps", True),
     "Event": ("/api/v1", "events", True),
     "ResourceQuota": ("/api/v1", "resourcequotas", True),
     "Deployment": ("/apis/apps/v1", "deployments", True),

@@ -9,16 +9,23 @@ a kind's freeze patch (`frozen_body`) is the field the hold guards, and its froz
 - a key of a map set to a value no node carries (a DaemonSet's own node-selector key): it may not go, and a new
   object must carry it.
 On every kind: nsscaler's record (`nsscaler.wubw.fun/...` annotations it writes, the `scaled` label) may not be
-removed or changed by hand. A bare Pod may not be created. Scale-downs, deletes and every other change pass.
+removed or changed by hand; on a kind the holders freeze, the opt-out (`nsscaler.wubw.fun/exclude`) may not be
+added, nor carried by a new object. A bare Pod may not be created.
+Scale-downs, deletes and every other change pass.
+
+Creating is checked for every built-in kind that starts Pods, whatever the namespace's holders freeze; a change
+(UPDATE, /scale) only for a kind they freeze (its `hold-kinds` mark).
 
 Who passes anyway: nsscaler's own ServiceAccount (its restores), the one the namespace's mark names (never
 another ServiceAccount of the same name, which a namespace admin could make and bind), a cluster admin
 (`system:masters`: trusted, and the way in when something goes wrong; a GitOps tool's ServiceAccount bound to
-cluster-admin is not in that group, and is held), a workload annotated
-`nsscaler.wubw.fun/exclude=true`, a kind none of the namespace's holders freezes (its `hold-kinds` mark), and
-the cluster's controllers making what a controller makes: an object with a controller ownerReference, sent by
-kube-controller-manager, a node (mirror Pods), or a ServiceAccount of another namespace (an operator's). A frozen
-owner makes nothing; what an unfrozen owner (an excluded one, a kind the policy leaves) makes must come up.
+cluster-admin is not in that group, and is held), a change to a workload that was annotated
+`nsscaler.wubw.fun/exclude=true` before the request (a new object's annotation counts for nothing), and the
+cluster's built-in controllers making what they make (`MADE_BY`): sent by kube-controller-manager or a
+ServiceAccount of kube-system, with a controller ownerReference of the kind that owns it (a Deployment's
+ReplicaSet, a CronJob's Job, a Pod of a ReplicaSet, StatefulSet, DaemonSet, Job or ReplicationController); a
+node, for mirror Pods only. An operator's or a GitOps tool's ServiceAccount is held like a person. A frozen owner
+makes nothing; what an unfrozen owner (an excluded one, a kind the policy leaves) makes must come up.
 
 The policy matches only namespaces carrying the hold mark (`job.decide.hold`); its two bindings choose by the
 mark's value: "deny" refuses, "warn" admits with a warning and an audit annotation.
@@ -56,18 +63,46 @@ MODES = dict(zip(HOLD_MODES, (["Deny"], ["Warn", "Audit"]), strict=True))
 USER_KEYS = (ANNOTATION_EXCLUDE, ANNOTATION_RESTORE_TIER)
 #: cluster admins are trusted (docs/operating/security.md) and keep a way in that no mark closes: break-glass
 MASTERS = "system:masters"
+#: the label the API server sets on every Namespace, its name
+NAME_LABEL = "kubernetes.io/metadata.name"
 #: the API server's default of a count left out of a new object (`replicas`)
 DEFAULT_COUNT = 1
 
 RESOURCE = f"request.resource.resource + '.' + {GROUP}"
-EXCLUDED = f"object.metadata.?annotations[?'{ANNOTATION_EXCLUDE}'].orValue('') == 'true'"
-#: made by a controller: what a frozen owner never makes, and an unfrozen one must
-BY_CONTROLLER = (
-    "(object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false)) && "
-    "(request.userInfo.username == 'system:kube-controller-manager' || "
-    "request.userInfo.username.startsWith('system:node:') || "
-    "(request.userInfo.username.startsWith('system:serviceaccount:') && "
-    "request.userInfo.username.split(':')[2] != request.namespace)))")
+#: the opt-out as it was before the request: one added in the request itself frees nothing (UPDATE only; a new
+#: object's annotation is not honoured while its namespace is held)
+EXCLUDED = f"oldObject.metadata.?annotations[?'{ANNOTATION_EXCLUDE}'].orValue('') == 'true'"
+ADDS_EXCLUDE = f"object.metadata.?annotations[?'{ANNOTATION_EXCLUDE}'].orValue('') == 'true'"
+#: the built-in controllers' own identities: kube-controller-manager, or each controller's ServiceAccount in
+#: kube-system (a namespace only cluster admins write). A ServiceAccount of any other namespace is a person's tool
+CONTROLLERS = ("(request.userInfo.username == 'system:kube-controller-manager' || "
+               "request.userInfo.username.startsWith('system:serviceaccount:kube-system:'))")
+#: what a built-in controller makes, and the kinds (API group, kind) of owner that make it: a controller
+#: ownerReference to any other kind (a ConfigMap, a custom kind) proves nothing
+MADE_BY: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "replicasets.apps": (("apps", "Deployment"),),
+    "jobs.batch": (("batch", "CronJob"),),
+    "pods.": (("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job"),
+              ("", "ReplicationController")),
+}
+#: a kubelet's mirror of a static Pod carries this annotation; a node is trusted for those only
+MIRROR = "kubernetes.io/config.mirror"
+
+
+def by_controller(resource: str) -> str:
+    """CEL: `resource` made by the built-in controller that makes it, for a controller owner of the kind that
+    really owns it ("false" for a kind no built-in controller makes)."""
+    owners = MADE_BY.get(resource)
+    if not owners:
+        return "false"
+    kinds = " || ".join(f"(r.kind == '{kind}' && " + (f"r.apiVersion.startsWith('{group}/'))" if group else
+                                                       "r.apiVersion == 'v1')") for group, kind in owners)
+    made = (f"({CONTROLLERS} && object.metadata.?ownerReferences.orValue([]).exists(r, "
+            f"r.?controller.orValue(false) && ({kinds})))")
+    if resource == "pods.":
+        made += (f" || (request.userInfo.username.startsWith('system:node:') && "
+                 f"object.metadata.?annotations[?'{MIRROR}'].hasValue())")
+    return f"({made})"
 
 
 @dataclass(frozen=True)
@@ -117,16 +152,22 @@ def _refused(words: str, after: str = "") -> str:
 
 
 
+def _free(g: Guarded) -> str:
+    """CEL: an UPDATE of `g`'s kind the hold leaves: a kind none of the holders freezes, a workload excluded
+    before the request, or its controller's write."""
+    return f"!variables.frozenKind || {EXCLUDED} || {by_controller(g.resource)}"
+
+
 def count_rules(fields: list[Guarded]) -> list[dict[str, str]]:
     """A count frozen at 0 never rises: on the object, through /scale, in a new object."""
     out = []
     for g in fields:
         new, old = _at("object", g.path, str(DEFAULT_COUNT)), _at("oldObject", g.path, str(DEFAULT_COUNT))
-        free = f"!variables.frozenKind || {EXCLUDED} || {BY_CONTROLLER}"
+        free, made = _free(g), by_controller(g.resource)
         out += [
             _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || {new} <= {old}",
                         _refused(f"raising {'.'.join(g.path)} of")),
-            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {free} || {new} == 0",
+            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {made} || {new} == 0",
                         _refused("creating", f" with {'.'.join(g.path)} above 0")),
         ]
     scaled = sorted({g.resource for g in fields})
@@ -145,11 +186,11 @@ def switch_rules(fields: list[Guarded]) -> list[dict[str, str]]:
     for g in fields:
         frozen = "true" if g.frozen is True else "false"
         new, old = _at("object", g.path, "false"), _at("oldObject", g.path, "false")
-        free = f"!variables.frozenKind || {EXCLUDED} || {BY_CONTROLLER}"
+        free, made = _free(g), by_controller(g.resource)
         out += [
             _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || "
                         f"{old} != {frozen} || {new} == {frozen}", _refused(f"turning off {'.'.join(g.path)} of")),
-            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {free} || {new} == {frozen}",
+            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {made} || {new} == {frozen}",
                         _refused("creating", f" without {'.'.join(g.path)}: {frozen} (it would start Pods)")),
         ]
     return out
@@ -160,12 +201,12 @@ def key_rules(fields: list[Guarded]) -> list[dict[str, str]]:
     out = []
     for g in fields:
         new, old = _at("object", g.path, "''"), _at("oldObject", g.path, "''")
-        free = f"!variables.frozenKind || {EXCLUDED} || {BY_CONTROLLER}"
+        free, made = _free(g), by_controller(g.resource)
         where = f"{'.'.join(g.path[:-1])}['{g.path[-1]}']"
         out += [
             _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || "
                         f"{old} != '{g.frozen}' || {new} == '{g.frozen}'", _refused(f"removing {where} of")),
-            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {free} || "
+            _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {made} || "
                         f"{new} == '{g.frozen}'",
                         _refused("creating", f" without {where}: {g.frozen} (it would start Pods)")),
         ]
@@ -185,8 +226,19 @@ def record_rule(resources: list[str]) -> dict[str, str]:
         _refused(f"removing or changing the record of nsscaler ({DOMAIN}/... annotations, label {LABEL_SCALED}) of"))
 
 
+def exclude_rule(resources: list[str]) -> dict[str, str]:
+    """The opt-out is not set while held, on a new object nor an old one of a frozen kind: with it, the next
+    request would be free to start Pods (a workload at 0 included). Set it once the namespace is woken. What a
+    built-in controller makes passes (a Deployment's annotations are copied to its ReplicaSets)."""
+    made = " || ".join(f"({RESOURCE} == '{r}' && {by_controller(r)})" for r in MADE_BY if r in resources)
+    return _validation(
+        f"!({_is(resources)}) || !variables.frozenKind || !({ADDS_EXCLUDE}) || "
+        f"(request.operation == 'UPDATE' && {EXCLUDED}) || {made}",
+        _refused(f"setting {ANNOTATION_EXCLUDE}=true on", " while its namespace is held (wake it first)"))
+
+
 def pod_rule() -> dict[str, str]:
-    return _validation(f"request.operation != 'CREATE' || !({_is(['pods.'])}) || {BY_CONTROLLER}",
+    return _validation(f"request.operation != 'CREATE' || !({_is(['pods.'])}) || {by_controller('pods.')}",
                        _refused("creating the bare Pod", " (no controller of a running workload owns it)"))
 
 
@@ -222,8 +274,11 @@ def policy() -> list[dict[str, Any]]:
     ]
     validations = [{**v, "expression": f"variables.itself || ({v['expression']})"} for v in [
         *count_rules(counts), *switch_rules(switches), *key_rules(keys),
-        record_rule(sorted({g.resource for g in fields})), pod_rule()]]
-    selector = {"matchExpressions": [{"key": LABEL_HOLD, "operator": "In", "values": sorted(MODES)}]}
+        record_rule(sorted({g.resource for g in fields})), exclude_rule(sorted({g.resource for g in fields})),
+        pod_rule()]]
+    # kube-system is never held: the cluster's own controllers live there
+    selector = {"matchExpressions": [{"key": LABEL_HOLD, "operator": "In", "values": sorted(MODES)},
+                                     {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system"]}]}
     spec = {"failurePolicy": "Fail",
             "matchConstraints": {"namespaceSelector": selector, "resourceRules": _rules(fields)},
             "matchConditions": [{"name": "not-a-cluster-admin",

@@ -107,7 +107,7 @@ def words(policy: Policy, namespace: str, *, now: dt.datetime | None, hosts: Seq
     when = (f"until {utc_stamp(until, precision='minutes')} (the next change of its hold_windows or until)"
             if until else "until the policy allows it")
     return (f"namespace {namespace} is held by NSScaler {policy.name} {when}; {_wake_words(policy, namespace, hosts)}; "
-            f"a workload annotated {ANNOTATION_EXCLUDE}=true is left alone")
+            f"a workload meant to keep running is annotated {ANNOTATION_EXCLUDE}=true once the namespace is woken")
 
 
 Pairs = tuple[tuple[str, str], ...]

@@ -8,6 +8,7 @@ run. The run here is the one the waker starts for a person's Wake (`job.waker.fo
 
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,13 @@ import yaml
 from devtools import builders, hold_admission
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
-from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_ACCOUNT, LABEL_HOLD
+from job.model.marks import (
+    ANNOTATION_EXCLUDE,
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_KINDS,
+    LABEL_HOLD,
+)
 from tests.conftest import ROOT, apply_manifest, kubectl
 from tests.e2e.test_install import kubectl_run
 from tests.users import User, grant_edit
@@ -278,3 +285,128 @@ def test_a_service_account_named_nsscaler_elsewhere_is_held_like_anyone(
                             capture_output=True, text=True, check=False)
     refused(scaled, ns=held, policy=name)
     assert api.replicas("Deployment", held, "web") == 0
+
+
+def _create(editor: Editor, obj: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return editor.kubectl("create", "-f", "-", stdin=yaml.safe_dump(obj))
+
+
+def _held_by_default_kinds(api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> tuple[str, str]:
+    """A family held by a policy of the default kinds (Deployment, StatefulSet); the hold in force."""
+    _, held = family(api, prefix, editor)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"]))
+    assert run_job().exit_code == 0
+    assert labels(api, held)[LABEL_HOLD] == "deny" and api.replicas("Deployment", held, "web") == 0
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+    return held, name
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_the_exclude_annotation_sent_while_held_starts_nothing(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+    """The opt-out counts as it was before the request: added in the same PATCH as a scale-up, added alone to a
+    workload of a frozen kind, or carried by a new workload that runs, it is refused while the namespace is held."""
+    held, name = _held_by_default_kinds(api, run_job, prefix, editor)
+    both = {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}, "spec": {"replicas": 3}}
+    refused(editor.kubectl("patch", "deployment/web", "-n", held, "--type=merge", "-p", json.dumps(both)),
+            ns=held, policy=name)
+    refused(editor.kubectl("annotate", "deployment/web", "-n", held, f"{ANNOTATION_EXCLUDE}=true"),
+            ns=held, policy=name)
+    refused(_create(editor, builders.deployment(held, "opted-out", 3, annotations={ANNOTATION_EXCLUDE: "true"})),
+            ns=held, policy=name)
+    # nor created at 0 to be raised after: the opt-out would be on the stored object by then
+    refused(_create(editor, builders.deployment(held, "opted-out", 0, annotations={ANNOTATION_EXCLUDE: "true"})),
+            ns=held, policy=name)
+    web = api.get("Deployment", "web", held)
+    assert web["spec"]["replicas"] == 0 and ANNOTATION_EXCLUDE not in web["metadata"]["annotations"]
+    assert [d["metadata"]["name"] for d in api.list("Deployment", held)] == ["web"]
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_a_new_workload_of_any_kind_that_starts_pods_is_refused_whatever_kinds_the_policy_freezes(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+    """Creating is refused for every built-in kind that starts Pods, not only those the holders freeze: a Job
+    (also one made from a CronJob), an unsuspended CronJob, a ReplicaSet, a ReplicationController, a DaemonSet."""
+    held, name = _held_by_default_kinds(api, run_job, prefix, editor)
+    kinds = api.get("Namespace", held)["metadata"]["annotations"][ANNOTATION_HOLD_KINDS]
+    assert " jobs.batch " not in kinds and " cronjobs.batch " not in kinds, kinds
+    refused(editor.kubectl("create", "job", "once", f"--image={IMAGE}", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("create", "job", "now", "--from=cronjob/nightly", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("create", "cronjob", "hourly", f"--image={IMAGE}", "--schedule=0 * * * *", "-n", held),
+            ns=held, policy=name)
+    refused(_create(editor, builders.replicaset(held, "rs", 2)), ns=held, policy=name)
+    refused(_create(editor, builders.replicaset(held, "rc", 2, kind="ReplicationController")), ns=held, policy=name)
+    refused(_create(editor, builders.daemonset(held, "agent")), ns=held, policy=name)
+    assert not [j for j in api.list("Job", held) if j["metadata"]["name"] in ("once", "now")]
+    assert [c["metadata"]["name"] for c in api.list("CronJob", held)] == ["nightly"]
+    assert "rs" not in [r["metadata"]["name"] for r in api.list("ReplicaSet", held)]  # only web's own
+    assert not api.list("ReplicationController", held)
+    assert not api.list("DaemonSet", held)
+    # what starts nothing still passes: a suspended Job
+    passed(_create(editor, builders.job(held, "later", suspend=True)))
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_another_namespace_s_account_with_a_made_up_owner_is_held_and_the_controllers_are_not(
+        api: AdminApi, control_plane: controlplane.ControlPlane, run_job: Any, prefix: str, editor: Editor) -> None:
+    """A ServiceAccount of another namespace (a GitOps tool's) with `edit` in the held namespace gives the
+    Deployment a controller ownerReference to a ConfigMap and raises its count: refused, as is a Pod it sends
+    owned by a ReplicaSet. The ReplicaSet controller's own account sending that Pod passes (impersonated: this
+    plane's controller manager is a cluster admin)."""
+    held, name = _held_by_default_kinds(api, run_job, prefix, editor)
+    other = prefix + "live"
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gitops", "namespace": other}})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "gitops", "namespace": held},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                "subjects": [{"kind": "ServiceAccount", "name": "gitops", "namespace": other}]})
+    api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner", "namespace": held}})
+    owner = api.get("ConfigMap", "owner", held)["metadata"]["uid"]
+    body = {"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                              "uid": owner, "controller": True}]},
+            "spec": {"replicas": 3}}
+
+    def as_user(user: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """kubectl as `user` (impersonated by the cluster admin; `--as-group=...` among `args` adds groups)."""
+        return subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), f"--as={user}",
+                               *args], input=stdin, capture_output=True, text=True, check=False)
+
+    gitops = f"system:serviceaccount:{other}:gitops"
+    wait_until(lambda: as_user(gitops, "auth", "can-i", "patch", "deployments", "-n", held).returncode == 0,
+               what="the RoleBinding to reach authorization")
+    refused(as_user(gitops, "patch", "deployment/web", "-n", held, "--type=merge", "-p", json.dumps(body)),
+            ns=held, policy=name)
+    web = api.get("Deployment", "web", held)
+    assert web["spec"]["replicas"] == 0 and not web["metadata"].get("ownerReferences")
+    refused(as_user(gitops, "create", "-f", "-", "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)),
+            ns=held, policy=name)
+    passed(as_user("system:serviceaccount:kube-system:replicaset-controller", "create", "-f", "-",
+                   "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)))
+    # a node is trusted for its mirror Pods only (a static Pod's copy), not for what a ReplicaSet would own
+    node = ("system:node:n1", "--as-group=system:nodes", "--as-group=system:authenticated")
+    refused(as_user(*node, "create", "-f", "-", "--dry-run=server", stdin=pod_owned_by_a_replicaset(held)),
+            ns=held, policy=name)
+    mirror = builders.pod(held, "static-n1", annotations={"kubernetes.io/config.mirror": "0123456789abcdef"})
+    mirror["spec"]["nodeName"] = "n1"
+    passed(as_user(*node, "create", "-f", "-", "--dry-run=server", stdin=yaml.safe_dump(mirror)))
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_kube_system_is_never_held_whatever_its_labels(api: AdminApi, prefix: str, editor: Editor) -> None:
+    """The cluster's own controllers live in kube-system: the policy's namespace selector leaves it out, even
+    where it carries the hold label (a mistake, or a hand's). A namespace labelled after it shows the label has
+    reached admission, so kube-system's pass is the selector's doing, not a stale cache."""
+    control = prefix + "control"
+    api.create(builders.namespace(control))
+    grant_edit(api, control, editor)
+    grant_edit(api, "kube-system", editor)
+    try:
+        api.patch("Namespace", "kube-system", {"metadata": {"labels": {LABEL_HOLD: "deny"}}})
+        api.patch("Namespace", control, {"metadata": {"labels": {LABEL_HOLD: "deny"}}})
+        wait_until(lambda: in_force(editor, control), what="the label to reach admission")
+        passed(editor.kubectl("run", "probe", f"--image={IMAGE}", "-n", "kube-system", "--dry-run=server"))
+    finally:
+        api.patch("Namespace", "kube-system", {"metadata": {"labels": {LABEL_HOLD: None}}})
+        api.delete("RoleBinding", f"edit-{editor.name}", "kube-system")
+    assert LABEL_HOLD not in labels(api, "kube-system")

@@ -193,13 +193,16 @@ def assert_namespace_writes_are_only_the_hold_mark(control_plane, api: AdminApi,
                     {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
                     {"labels": {LABEL_HOLD: "anything"}},  # the hold's bindings select only deny and warn
                     {"labels": {LABEL_HOLD: "deny", "x": "y"}},
+                    # each key of the mark only as what it is: no annotation key as a label, nor the reverse
+                    {"labels": {ANNOTATION_HOLD_KINDS: "x"}}, {"annotations": {LABEL_HOLD: "deny"}},
                     # the one account the hold lets by is nsscaler's own: it may name no other
                     {"annotations": {ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{prefix}x:nsscaler"}}):
         refused = patch(foreign)
         assert refused.status_code == 403, (foreign, refused.status_code, refused.text[:500])
         assert f"ValidatingAdmissionPolicy '{admission.NAME}'" in refused.json()["message"], refused.text[:500]
     labels = api.get("Namespace", ns)["metadata"].get("labels") or {}
-    assert "x" not in labels and LABEL_HOLD not in labels, labels
+    assert "x" not in labels and LABEL_HOLD not in labels and ANNOTATION_HOLD_KINDS not in labels, labels
+    assert LABEL_HOLD not in (api.get("Namespace", ns)["metadata"].get("annotations") or {})
     # what a run writes there passes, and so does lifting it
     mark = {"labels": {LABEL_HOLD: "deny"}, "annotations": {
         ANNOTATION_HOLD: "held", ANNOTATION_HOLD_KINDS: " x ",
