@@ -33,6 +33,7 @@ def write_marks(kube: Kube, marks: Sequence[Mark], *, dry_run: bool,
                 continue
             problems.append(f"could not {'lift' if mark.lifted else 'write'} the hold mark of namespace "
                             f"{mark.namespace}: {exc}")
+            log.error("%s", problems[-1], extra={"event": "hold", "namespace": mark.namespace, "outcome": "failed"})
             continue
         log.info("%s: hold %s", mark.namespace, mark.mode,
                  extra={"event": "hold", "namespace": mark.namespace, "hold": mark.mode})
