@@ -47,6 +47,7 @@ from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
     ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_EXCLUDED,
     ANNOTATION_HOLD_KINDS,
     ANNOTATION_RESTORE_TIER,
     DOMAIN,
@@ -153,9 +154,23 @@ def _refused(words: str, after: str = "") -> str:
 
 
 def _free(g: Guarded) -> str:
-    """CEL: an UPDATE of `g`'s kind the hold leaves: a kind none of the holders freezes, a workload excluded
-    before the request, or its controller's write."""
-    return f"!variables.frozenKind || {EXCLUDED} || {by_controller(g.resource)}"
+    """CEL: an UPDATE of `g`'s kind the hold leaves whatever it changes: a workload excluded before the request,
+    or its controller's write."""
+    return f"{EXCLUDED} || {by_controller(g.resource)}"
+
+
+def _stopped(g: Guarded, obj: str) -> str:
+    """CEL: `obj` (as stored: "oldObject") starts no Pod by `g`'s field: a count at 0, a switch on, the key set."""
+    if isinstance(g.frozen, bool):
+        return f"{_at(obj, g.path, 'false')} == {'true' if g.frozen else 'false'}"
+    if isinstance(g.frozen, int):
+        return f"{_at(obj, g.path, str(DEFAULT_COUNT))} == 0"
+    return f"{_at(obj, g.path, chr(39) * 2)} == '{g.frozen}'"
+
+
+#: CEL: a count may rise on a kind none of the holders freezes only from above 0: it runs already, as the
+#: policy leaves it (an HPA's scale-up); from 0 it would start Pods in a held namespace, as a new one would
+RUNNING_ALREADY = "(!variables.frozenKind && {old} > 0)"
 
 
 def count_rules(fields: list[Guarded]) -> list[dict[str, str]]:
@@ -165,17 +180,18 @@ def count_rules(fields: list[Guarded]) -> list[dict[str, str]]:
         new, old = _at("object", g.path, str(DEFAULT_COUNT)), _at("oldObject", g.path, str(DEFAULT_COUNT))
         free, made = _free(g), by_controller(g.resource)
         out += [
-            _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || {new} <= {old}",
-                        _refused(f"raising {'.'.join(g.path)} of")),
+            _validation(f"request.operation != 'UPDATE' || !({_is([g.resource])}) || {free} || {new} <= {old} || "
+                        f"{RUNNING_ALREADY.format(old=old)}", _refused(f"raising {'.'.join(g.path)} of")),
             _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {made} || {new} == 0",
                         _refused("creating", f" with {'.'.join(g.path)} above 0")),
         ]
     scaled = sorted({g.resource for g in fields})
-    # a Scale carries no annotation and no owner: only the namespace's kinds tell (an excluded workload is
-    # scaled on the object itself)
+    # a Scale carries no annotation and no owner: the namespace's mark tells which workloads were excluded when
+    # the run last wrote it (`hold-excluded`, which only nsscaler's account writes on a Namespace)
+    old = "oldObject.spec.?replicas.orValue(0)"
     out.append(_validation(
-        f"request.operation != 'UPDATE' || !({_is(scaled, sub='scale')}) || !variables.frozenKind || "
-        f"object.spec.?replicas.orValue(0) <= oldObject.spec.?replicas.orValue(0)",
+        f"request.operation != 'UPDATE' || !({_is(scaled, sub='scale')}) || variables.excludedByName || "
+        f"object.spec.?replicas.orValue(0) <= {old} || {RUNNING_ALREADY.format(old=old)}",
         _refused("scaling up", " (its scale subresource: kubectl scale, an HPA)")))
     return out
 
@@ -226,14 +242,17 @@ def record_rule(resources: list[str]) -> dict[str, str]:
         _refused(f"removing or changing the record of nsscaler ({DOMAIN}/... annotations, label {LABEL_SCALED}) of"))
 
 
-def exclude_rule(resources: list[str]) -> dict[str, str]:
-    """The opt-out is not set while held, on a new object nor an old one of a frozen kind: with it, the next
-    request would be free to start Pods (a workload at 0 included). Set it once the namespace is woken. What a
-    built-in controller makes passes (a Deployment's annotations are copied to its ReplicaSets)."""
+def exclude_rule(fields: list[Guarded]) -> dict[str, str]:
+    """The opt-out is not set while held, on a new object nor on an old one of a frozen kind or one that starts
+    no Pod now (of any kind: at 0, suspended): with it, the next request would be free to start Pods. Set it once
+    the namespace is woken. On a running workload of a kind the holders leave it changes nothing and passes. What
+    a built-in controller makes passes (a Deployment's annotations are copied to its ReplicaSets)."""
+    resources = sorted({g.resource for g in fields})
     made = " || ".join(f"({RESOURCE} == '{r}' && {by_controller(r)})" for r in MADE_BY if r in resources)
+    stopped = " || ".join(f"({RESOURCE} == '{g.resource}' && {_stopped(g, 'oldObject')})" for g in fields)
     return _validation(
-        f"!({_is(resources)}) || !variables.frozenKind || !({ADDS_EXCLUDE}) || "
-        f"(request.operation == 'UPDATE' && {EXCLUDED}) || {made}",
+        f"!({_is(resources)}) || !({ADDS_EXCLUDE}) || (request.operation == 'UPDATE' && {EXCLUDED}) || {made} || "
+        f"(request.operation == 'UPDATE' && !variables.frozenKind && !({stopped}))",
         _refused(f"setting {ANNOTATION_EXCLUDE}=true on", " while its namespace is held (wake it first)"))
 
 
@@ -269,12 +288,16 @@ def policy() -> list[dict[str, Any]]:
                                        f"' is held by nsscaler')"},
         {"name": "frozenKind", "expression": f"{held}[?'{ANNOTATION_HOLD_KINDS}'].orValue('')"
                                              f".contains(' ' + {RESOURCE} + ' ')"},
+        # the workloads excluded when the run last marked the namespace, as " deployments.apps/web ": what a
+        # /scale request (no annotations) is checked against
+        {"name": "excludedByName", "expression": f"{held}[?'{ANNOTATION_HOLD_EXCLUDED}'].orValue('')"
+                                                 f".contains(' ' + {RESOURCE} + '/' + request.name + ' ')"},
         {"name": "target", "expression": "request.resource.resource + ' ' + (request.?name.orValue('') != '' ? "
                                          "request.name : object.metadata.?generateName.orValue(''))"},
     ]
     validations = [{**v, "expression": f"variables.itself || ({v['expression']})"} for v in [
         *count_rules(counts), *switch_rules(switches), *key_rules(keys),
-        record_rule(sorted({g.resource for g in fields})), exclude_rule(sorted({g.resource for g in fields})),
+        record_rule(sorted({g.resource for g in fields})), exclude_rule(fields),
         pod_rule()]]
     # kube-system is never held: the cluster's own controllers live there
     selector = {"matchExpressions": [{"key": LABEL_HOLD, "operator": "In", "values": sorted(MODES)},

@@ -91,5 +91,9 @@ ANNOTATION_HOLD_KINDS = f"{DOMAIN}/hold-kinds"
 #: on a held Namespace: the user name of nsscaler's own ServiceAccount, the one account the hold lets by there (its
 #: restores). Read from the mark, not matched by name: a ServiceAccount called nsscaler in another namespace is held
 ANNOTATION_HOLD_ACCOUNT = f"{DOMAIN}/hold-account"
+#: on a held Namespace: the workloads there annotated `ANNOTATION_EXCLUDE` when the run last wrote the mark, as
+#: " deployments.apps/web statefulsets.apps/db " (absent: none). A `/scale` request carries no annotation: the
+#: hold reads the opt-out here, where a person with `edit` cannot write
+ANNOTATION_HOLD_EXCLUDED = f"{DOMAIN}/hold-excluded"
 #: the hold mark's annotations, all written and lifted together
-HOLD_ANNOTATIONS = (ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, ANNOTATION_HOLD_ACCOUNT)
+HOLD_ANNOTATIONS = (ANNOTATION_HOLD, ANNOTATION_HOLD_KINDS, ANNOTATION_HOLD_ACCOUNT, ANNOTATION_HOLD_EXCLUDED)

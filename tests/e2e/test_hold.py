@@ -25,6 +25,7 @@ from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
     ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_EXCLUDED,
     ANNOTATION_HOLD_KINDS,
     LABEL_HOLD,
 )
@@ -410,3 +411,75 @@ def test_kube_system_is_never_held_whatever_its_labels(api: AdminApi, prefix: st
         api.patch("Namespace", "kube-system", {"metadata": {"labels": {LABEL_HOLD: None}}})
         api.delete("RoleBinding", f"edit-{editor.name}", "kube-system")
     assert LABEL_HOLD not in labels(api, "kube-system")
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_a_workload_nsscaler_did_not_freeze_is_not_started_while_held_whatever_its_kind(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+    """What the editor makes at rest while the namespace is held (a Deployment at 0, a suspended Job, a ReplicaSet
+    at 0), and a workload of a kind the holders leave that rests (the CronJob the editor suspends), may not be
+    started after: not by raising its count (on the object or through /scale), not by unsuspending it, not by
+    opting it out first. A workload of a kind the holders leave that runs already may still grow (an HPA's
+    scale-up), and a person may still stop one."""
+    held, name = _held_by_default_kinds(api, run_job, prefix, editor)
+    api.create(builders.replicaset(held, "running", 1))  # of a kind the holders leave, by a cluster admin
+    kinds = api.get("Namespace", held)["metadata"]["annotations"][ANNOTATION_HOLD_KINDS]
+    assert " deployments.apps " in kinds and " jobs.batch " not in kinds and " replicasets.apps " not in kinds
+
+    # a frozen kind, never frozen by a run (no record): raised from 0 neither on the object nor through /scale
+    passed(editor.kubectl("create", "deployment", "idle", f"--image={IMAGE}", "--replicas=0", "-n", held))
+    refused(editor.kubectl("scale", "deployment/idle", "--replicas=2", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("patch", "deployment/idle", "-n", held, "-p", '{"spec":{"replicas":2}}'),
+            ns=held, policy=name)
+    # kinds the holders leave, made or put at rest while held
+    passed(_create(editor, builders.job(held, "later", suspend=True)))
+    refused(editor.kubectl("patch", "job/later", "-n", held, "-p", '{"spec":{"suspend":false}}'), ns=held, policy=name)
+    refused(editor.kubectl("annotate", "job/later", "-n", held, f"{ANNOTATION_EXCLUDE}=true"), ns=held, policy=name)
+    passed(editor.kubectl("patch", "cronjob/nightly", "-n", held, "-p", '{"spec":{"suspend":true}}'))
+    refused(editor.kubectl("patch", "cronjob/nightly", "-n", held, "-p", '{"spec":{"suspend":false}}'),
+            ns=held, policy=name)
+    passed(_create(editor, builders.replicaset(held, "rs", 0)))
+    refused(editor.kubectl("scale", "replicaset/rs", "--replicas=2", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("patch", "replicaset/rs", "-n", held, "-p", '{"spec":{"replicas":2}}'), ns=held, policy=name)
+    assert api.replicas("Deployment", held, "idle") == 0 and api.replicas("ReplicaSet", held, "rs") == 0
+    assert api.get("Job", "later", held)["spec"]["suspend"] and api.get("CronJob", "nightly", held)["spec"]["suspend"]
+    assert ANNOTATION_EXCLUDE not in (api.get("Job", "later", held)["metadata"].get("annotations") or {})
+
+    # what the holders leave and runs already: it may grow (through /scale, as an HPA sends it) and be opted out
+    passed(editor.kubectl("scale", "replicaset/running", "--replicas=2", "-n", held))
+    passed(editor.kubectl("annotate", "replicaset/running", "-n", held, f"{ANNOTATION_EXCLUDE}=true"))
+    assert api.replicas("ReplicaSet", held, "running") == 2
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_an_excluded_workload_scales_through_its_scale_subresource_and_only_nsscaler_names_it(
+        api: AdminApi, as_nsscaler: Any, prefix: str, editor: Editor) -> None:
+    """A Scale carries no annotation: the run names the namespace's excluded workloads in the mark
+    (`hold-excluded`, written by nsscaler's own account, which its run-admission policy lets write that key), and
+    `kubectl scale` (or an HPA) of one of them passes while the frozen ones are refused. The editor cannot write
+    the name of a frozen workload there: `edit` writes no Namespace. A run that finds them as it left them writes
+    nothing."""
+    _, held = family(api, prefix, editor)
+    api.create(builders.deployment(held, "keep", 1, annotations={ANNOTATION_EXCLUDE: "true"}))
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    marked = api.get("Namespace", held)["metadata"]
+    assert marked["labels"][LABEL_HOLD] == "deny"
+    assert marked["annotations"][ANNOTATION_HOLD_EXCLUDED] == " deployments.apps/keep "
+    assert api.replicas("Deployment", held, "web") == 0 and api.replicas("Deployment", held, "keep") == 1
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+
+    passed(editor.kubectl("scale", "deployment/keep", "--replicas=3", "-n", held))
+    assert api.replicas("Deployment", held, "keep") == 3
+    refused(editor.kubectl("scale", "deployment/web", "--replicas=3", "-n", held), ns=held, policy=name)
+    forged = editor.kubectl("annotate", "--overwrite", "namespace", held,
+                            f"{ANNOTATION_HOLD_EXCLUDED}= deployments.apps/web ")
+    assert forged.returncode != 0 and "forbidden" in forged.stderr.lower(), forged.stderr
+    assert api.get("Namespace", held)["metadata"]["annotations"][ANNOTATION_HOLD_EXCLUDED] == " deployments.apps/keep "
+
+    version = api.get("Namespace", held)["metadata"]["resourceVersion"]
+    steady = as_nsscaler()
+    assert steady.exit_code == 0, steady.stderr
+    assert api.get("Namespace", held)["metadata"]["resourceVersion"] == version  # as it was: not written

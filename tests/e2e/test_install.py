@@ -20,6 +20,7 @@ from job.cluster.access import required_access
 from job.model.marks import (
     ANNOTATION_HOLD,
     ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_EXCLUDED,
     ANNOTATION_HOLD_KINDS,
     HOLD_ANNOTATIONS,
     LABEL_HOLD,
@@ -195,6 +196,7 @@ def assert_namespace_writes_are_only_the_hold_mark(control_plane, api: AdminApi,
                     {"labels": {LABEL_HOLD: "deny", "x": "y"}},
                     # each key of the mark only as what it is: no annotation key as a label, nor the reverse
                     {"labels": {ANNOTATION_HOLD_KINDS: "x"}}, {"annotations": {LABEL_HOLD: "deny"}},
+                    {"labels": {ANNOTATION_HOLD_EXCLUDED: "x"}},
                     # the one account the hold lets by is nsscaler's own: it may name no other
                     {"annotations": {ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{prefix}x:nsscaler"}}):
         refused = patch(foreign)
@@ -206,7 +208,8 @@ def assert_namespace_writes_are_only_the_hold_mark(control_plane, api: AdminApi,
     # what a run writes there passes, and so does lifting it
     mark = {"labels": {LABEL_HOLD: "deny"}, "annotations": {
         ANNOTATION_HOLD: "held", ANNOTATION_HOLD_KINDS: " x ",
-        ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{NAMESPACE}:nsscaler"}}
+        ANNOTATION_HOLD_ACCOUNT: f"system:serviceaccount:{NAMESPACE}:nsscaler",
+        ANNOTATION_HOLD_EXCLUDED: " deployments.apps/x "}}
     assert patch(mark).status_code == 200
     assert api.get("Namespace", ns)["metadata"]["labels"][LABEL_HOLD] == "deny"
     lifted = {"labels": {LABEL_HOLD: None}, "annotations": dict.fromkeys(HOLD_ANNOTATIONS)}

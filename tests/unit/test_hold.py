@@ -10,8 +10,15 @@ import pytest
 
 from job.decide import hold, routes
 from job.decide.selection import select_namespaces
-from job.model.marks import ANNOTATION_HOLD, ANNOTATION_HOLD_ACCOUNT, ANNOTATION_HOLD_KINDS, LABEL_HOLD
-from tests.unit.factories import namespaces, policy, settings
+from job.model.kinds import Kind
+from job.model.marks import (
+    ANNOTATION_HOLD,
+    ANNOTATION_HOLD_ACCOUNT,
+    ANNOTATION_HOLD_EXCLUDED,
+    ANNOTATION_HOLD_KINDS,
+    LABEL_HOLD,
+)
+from tests.unit.factories import namespaces, policy, settings, workload
 
 NOW = dt.datetime(2026, 12, 5, 12, 0, tzinfo=dt.UTC)
 
@@ -92,3 +99,20 @@ def test_the_mark_names_the_run_s_own_account_and_a_run_that_does_not_know_it_ke
     # a run by hand (no own namespace) leaves the mark as it is: nsscaler's restores stay let by
     assert hold.marks(steady, selection, now=NOW, account=hold.account_of(None)) == []
     assert hold.marks(steady, selection, now=NOW, account=account) == []
+
+
+def test_the_mark_names_the_excluded_workloads_and_is_written_again_only_when_they_change():
+    """A /scale request carries no annotation: the mark names the namespace's opted-out workloads for the hold."""
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"])], found, settings=settings(), now=NOW)
+    workloads = [workload("shop-v1", "keep", excluded=True), workload("shop-v1", "web"),
+                 workload("shop-v2", "api", kind=Kind.STATEFULSET, excluded=True)]
+    opted_out = hold.excluded(workloads)
+    assert opted_out == {"shop-v1": ["deployments.apps/keep"], "shop-v2": ["statefulsets.apps/api"]}
+    [first] = hold.marks(found, selection, now=NOW, opted_out=opted_out)
+    assert dict(first.pairs)[ANNOTATION_HOLD_EXCLUDED] == " deployments.apps/keep "
+    steady = [dataclasses.replace(ns, hold=first.pairs) if ns.name == "shop-v1" else ns for ns in found]
+    assert hold.marks(steady, selection, now=NOW, opted_out=opted_out) == []  # as it was: nothing to write
+    [none_left] = hold.marks(steady, selection, now=NOW, opted_out={})
+    assert none_left.body()["metadata"]["annotations"][ANNOTATION_HOLD_EXCLUDED] is None
+    assert none_left.body()["metadata"]["labels"] == {LABEL_HOLD: "deny"}
