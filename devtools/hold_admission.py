@@ -1,8 +1,10 @@
-"""Generate the admission policy that keeps a held namespace held between runs, from the kind registry:
-`kustomize/base/hold-admission.yaml` (docs/operating/hold.md).
+"""Generate the admission policy that keeps a held namespace held between runs, from the kind registry and the
+shipped catalogue: `kustomize/base/hold-admission.yaml` (docs/operating/hold.md).
 
 What would start Pods again is read from the same handlers that freeze (`job.model.kinds.BUILTIN`): each leaf of
-a kind's freeze patch (`frozen_body`) is the field the hold guards, and its frozen value says how:
+a kind's freeze patch (`frozen_body`) is the field the hold guards; and from each catalogue row
+(`job.model.kinds.catalogue`), the field its freeze sets (an annotation, a field, or the count behind its /scale,
+where the operator's CRD the row was checked against keeps it). The frozen value says how:
 - a count frozen at 0 (`spec.replicas`): it may not rise, on the object nor through its `/scale` subresource (kubectl
   scale, an HPA), and a new object may not start above 0 (absent counts as 1, the API server's default);
 - a switch frozen on (`spec.suspend`): it may not be turned off, and a new object must be created with it on;
@@ -13,8 +15,12 @@ removed or changed by hand; on a kind the holders freeze, the opt-out (`nsscaler
 added, nor carried by a new object. A bare Pod may not be created.
 Scale-downs, deletes and every other change pass.
 
-Creating is checked for every built-in kind that starts Pods, whatever the namespace's holders freeze; a change
-(UPDATE, /scale) only for a kind they freeze (its `hold-kinds` mark).
+Creating is checked for every kind that starts Pods, whatever the namespace's holders freeze. A change (UPDATE,
+/scale) may start nothing from rest, whatever the kind and whether a run froze it or not (a count raised from 0,
+an unsuspend, the key removed); on a kind the holders freeze (the `hold-kinds` mark) a count may not rise at all.
+A workload of a kind the holders leave that runs already may grow (an HPA). An excluded workload's /scale is let
+by through the names in the namespace's `hold-excluded` mark (a Scale carries no annotation).
+A kind no catalogue row ships (a team's runtime rows, any other custom kind) is not held between runs.
 
 Who passes anyway: nsscaler's own ServiceAccount (its restores), the one the namespace's mark names (never
 another ServiceAccount of the same name, which a namespace admin could make and bind), a cluster admin
@@ -42,7 +48,9 @@ from typing import Any
 import yaml
 
 from devtools.admission import GROUP, ROOT, SUB
-from job.model.kinds import BUILTIN, KindHandler
+from job.model.kinds import BUILTIN
+from job.model.kinds.catalogue import CATALOGUE
+from job.model.kinds.rows import Row, dotted
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
@@ -57,6 +65,8 @@ from job.model.marks import (
 )
 
 OUTPUT = ROOT / "kustomize" / "base" / "hold-admission.yaml"
+#: the operators' CRDs the catalogue's rows were checked against (job/model/kinds/catalogue.py)
+CRDS = ROOT / "tests" / "fixtures" / "crds"
 NAME = "nsscaler-hold"
 #: the binding per mode of `spec.hold`, and what the API server does with a request that fails
 MODES = dict(zip(HOLD_MODES, (["Deny"], ["Warn", "Audit"]), strict=True))
@@ -108,15 +118,18 @@ def by_controller(resource: str) -> str:
 
 @dataclass(frozen=True)
 class Guarded:
-    """One field a freeze sets on a kind: where it is, its frozen value."""
+    """One field a freeze sets on a kind: its resource, where it is, its frozen value, and whether its count is
+    also sent through the kind's `/scale` subresource."""
 
-    handler: KindHandler
+    plural: str
+    group: str
     path: tuple[str, ...]
     frozen: Any
+    scaled: bool = False
 
     @property
     def resource(self) -> str:
-        return f"{self.handler.plural}.{self.handler.group}"
+        return f"{self.plural}.{self.group}"
 
 
 def _leaves(body: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -126,10 +139,40 @@ def _leaves(body: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[tuple[t
     return out
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def guarded() -> list[Guarded]:
-    """Every field a built-in kind's freeze sets, but its record (metadata)."""
-    return [Guarded(h, path, value) for h in BUILTIN.values()
-            for path, value in _leaves(h.frozen_body()) if path[0] != "metadata"]
+    """Every field a built-in kind's freeze sets, but its record (metadata), then each catalogue row's."""
+    builtin = [Guarded(h.plural, h.group, path, value, scaled=_is_count(value)) for h in BUILTIN.values()
+               for path, value in _leaves(h.frozen_body()) if path[0] != "metadata"]
+    return [*builtin, *(_row_field(row) for row in CATALOGUE)]
+
+
+def _row_field(row: Row) -> Guarded:
+    """The field a shipped row's freeze sets: an annotation (a key whose value means frozen), a field (a count at
+    0, or a switch), or the count behind its /scale (the CRD's specReplicasPath, as the row was checked)."""
+    plural, group = str(row.plural), row.kind.group
+    if row.freeze.method == "scale":
+        return Guarded(plural, group, row.freeze.where or _replica_path(row), 0, scaled=True)
+    return Guarded(plural, group, row.freeze.where, row.freeze.value)
+
+
+def _replica_path(row: Row) -> tuple[str, ...]:
+    """Where a row's /scale keeps its count on the object: the specReplicasPath of the CRD it was checked
+    against (the operators' own CRDs, one file per kind: only the row's file is parsed)."""
+    for path in sorted(CRDS.glob("*/*.yaml")):
+        text = path.read_text()
+        if f"plural: {row.plural}\n" not in text:
+            continue
+        for doc in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if doc and doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["group"] == row.kind.group:
+                for version in doc["spec"]["versions"]:
+                    replicas = version.get("subresources", {}).get("scale", {}).get("specReplicasPath")
+                    if version["name"] == row.versions[0] and replicas:
+                        return dotted(replicas.lstrip("."))
+    raise ValueError(f"row {row.kind}: no CRD under {CRDS} says where its /scale keeps its count")
 
 
 def _at(obj: str, path: tuple[str, ...], default: str) -> str:
@@ -185,7 +228,7 @@ def count_rules(fields: list[Guarded]) -> list[dict[str, str]]:
             _validation(f"request.operation != 'CREATE' || !({_is([g.resource])}) || {made} || {new} == 0",
                         _refused("creating", f" with {'.'.join(g.path)} above 0")),
         ]
-    scaled = sorted({g.resource for g in fields})
+    scaled = sorted({g.resource for g in fields if g.scaled})
     # a Scale carries no annotation and no owner: the namespace's mark tells which workloads were excluded when
     # the run last wrote it (`hold-excluded`, which only nsscaler's account writes on a Namespace)
     old = "oldObject.spec.?replicas.orValue(0)"
@@ -262,11 +305,13 @@ def pod_rule() -> dict[str, str]:
 
 
 def _rules(fields: list[Guarded]) -> list[dict[str, Any]]:
+    # a resource the cluster does not serve (an operator's CRD not installed) matches no request: the policy
+    # names every catalogue kind whether installed or not
     groups: dict[str, set[str]] = {}
     for g in fields:
-        groups.setdefault(g.handler.group, set()).add(g.handler.plural)
-        if isinstance(g.frozen, int) and not isinstance(g.frozen, bool):
-            groups[g.handler.group].add(f"{g.handler.plural}/scale")
+        groups.setdefault(g.group, set()).add(g.plural)
+        if g.scaled:
+            groups[g.group].add(f"{g.plural}/scale")
     rules = [{"apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
               "resources": sorted(plurals), "scope": "Namespaced"} for group, plurals in sorted(groups.items())]
     return [*rules, {"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["pods"],
@@ -275,7 +320,7 @@ def _rules(fields: list[Guarded]) -> list[dict[str, Any]]:
 
 def policy() -> list[dict[str, Any]]:
     fields = guarded()
-    counts = [g for g in fields if isinstance(g.frozen, int) and not isinstance(g.frozen, bool)]
+    counts = [g for g in fields if _is_count(g.frozen)]
     switches = [g for g in fields if isinstance(g.frozen, bool)]
     keys = [g for g in fields if isinstance(g.frozen, str)]
     assert len(counts) + len(switches) + len(keys) == len(fields), "a freeze of a new shape: teach the hold it"

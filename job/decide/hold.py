@@ -31,6 +31,7 @@ from typing import Any
 
 from job.decide.selection import Selection
 from job.model.kinds import BUILTIN
+from job.model.kinds.catalogue import CATALOGUE
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
@@ -75,10 +76,16 @@ class Mark:
             "annotations": {k: found.get(k) for k in HOLD_ANNOTATIONS}}}
 
 
+#: the resources the hold knows, by kind: the built-in kinds and the shipped catalogue's (a kind of a platform
+#: team's own rows, or any other custom kind, is frozen by the run but not held between runs)
+HELD_RESOURCES = {**{k: f"{h.plural}.{h.group}" for k, h in BUILTIN.items()},
+                  **{row.kind: f"{row.plural}.{row.kind.group}" for row in CATALOGUE}}
+
+
 def kinds_words(policies: Iterable[Policy]) -> str:
-    """The resources the holders freeze (built-in kinds: a custom kind is not held between runs), padded with
-    spaces so that the admission policy matches one with `contains(' deployments.apps ')`."""
-    names = sorted({f"{BUILTIN[k].plural}.{BUILTIN[k].group}" for p in policies for k in p.kinds if k in BUILTIN})
+    """The resources the holders freeze that the hold knows (`HELD_RESOURCES`), padded with spaces so that the
+    admission policy matches one with `contains(' deployments.apps ')`."""
+    names = sorted({HELD_RESOURCES[k] for p in policies for k in p.kinds if k in HELD_RESOURCES})
     return f" {' '.join(names)} "
 
 

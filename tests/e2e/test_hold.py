@@ -29,6 +29,7 @@ from job.model.marks import (
     ANNOTATION_HOLD_KINDS,
     LABEL_HOLD,
 )
+from tests import crds
 from tests.conftest import ROOT, apply_manifest, kubectl
 from tests.e2e.test_install import kubectl_run
 from tests.users import User, grant_edit
@@ -483,3 +484,70 @@ def test_an_excluded_workload_scales_through_its_scale_subresource_and_only_nssc
     steady = as_nsscaler()
     assert steady.exit_code == 0, steady.stderr
     assert api.get("Namespace", held)["metadata"]["resourceVersion"] == version  # as it was: not written
+
+
+#: catalogue objects as their operators' CRDs accept them, at rest or running (tests/fixtures/crds)
+BRIDGE = {"apiVersion": "kafka.strimzi.io/v1", "kind": "KafkaBridge",
+          "spec": {"replicas": 1, "bootstrapServers": "kafka:9092"}}
+PXC = {"apiVersion": "pxc.percona.com/v1", "kind": "PerconaXtraDBCluster", "spec": {"crVersion": "1.18.0",
+                                                                                   "pxc": {"size": 3}}}
+ZALANDO = {"apiVersion": "acid.zalan.do/v1", "kind": "postgresql",
+           "spec": {"teamId": "acid", "numberOfInstances": 2, "postgresql": {"version": "17"},
+                    "volume": {"size": "1Gi"}}}
+CNPG = {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "spec": {"instances": 1, "storage": {"size": "1Gi"}}}
+
+
+def _object(template: dict[str, Any], ns: str, name: str, **annotations: str) -> dict[str, Any]:
+    return {**template, "metadata": {"name": name, "namespace": ns, "annotations": annotations}}
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_the_catalogue_kinds_are_held_between_runs_by_their_own_freeze(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+    """A shipped row's kind is held as it is frozen: a Strimzi KafkaBridge's count (on the object and through its
+    /scale), a Percona cluster's `spec.pause`, a Zalando cluster's `numberOfInstances`, a CloudNativePG cluster's
+    hibernation annotation (a new one without it, or removing it, is refused). The editor has `edit` and a Role on
+    the operators' kinds in the held namespace."""
+    _, held = family(api, prefix, editor)
+    crds.install(api, crds.operators())
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "operators", "namespace": held},
+                "rules": [{"apiGroups": ["kafka.strimzi.io", "pxc.percona.com", "acid.zalan.do", "postgresql.cnpg.io"],
+                           "resources": ["*"], "verbs": ["*"]}]})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "operators", "namespace": held},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operators"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": editor.name}]})
+    for template, name in ((BRIDGE, "bridge"), (PXC, "pxc"), (ZALANDO, "acid-db")):
+        api.create(_object(template, held, name))
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"], kinds=[
+        "Deployment", "KafkaBridge.kafka.strimzi.io", "PerconaXtraDBCluster.pxc.percona.com",
+        "postgresql.acid.zalan.do"]))
+    result = run_job()
+    assert result.exit_code == 0, result.stderr
+    kinds = api.get("Namespace", held)["metadata"]["annotations"][ANNOTATION_HOLD_KINDS]
+    assert " kafkabridges.kafka.strimzi.io " in kinds and " perconaxtradbclusters.pxc.percona.com " in kinds, kinds
+    assert api.get("KafkaBridge", "bridge", held)["spec"]["replicas"] == 0
+    assert api.get("PerconaXtraDBCluster", "pxc", held)["spec"]["pause"] is True
+    assert api.get("postgresql", "acid-db", held)["spec"]["numberOfInstances"] == 0
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+
+    refused(editor.kubectl("scale", "kafkabridge/bridge", "--replicas=2", "-n", held), ns=held, policy=name)
+    refused(editor.kubectl("patch", "kafkabridge/bridge", "-n", held, "--type=merge", "-p",
+                           '{"spec":{"replicas":2}}'), ns=held, policy=name)
+    refused(editor.kubectl("patch", "perconaxtradbcluster/pxc", "-n", held, "--type=merge", "-p",
+                           '{"spec":{"pause":false}}'), ns=held, policy=name)
+    refused(editor.kubectl("patch", "postgresql.acid.zalan.do/acid-db", "-n", held, "--type=merge", "-p",
+                           '{"spec":{"numberOfInstances":2}}'), ns=held, policy=name)
+    refused(_create(editor, _object(CNPG, held, "db")), ns=held, policy=name)
+    passed(_create(editor, _object(CNPG, held, "db", **{"cnpg.io/hibernation": "on"})))
+    refused(editor.kubectl("annotate", "cluster.postgresql.cnpg.io/db", "-n", held, "cnpg.io/hibernation-"),
+            ns=held, policy=name)
+    assert api.get("KafkaBridge", "bridge", held)["spec"]["replicas"] == 0
+    assert api.get("PerconaXtraDBCluster", "pxc", held)["spec"]["pause"] is True
+    assert api.get("postgresql", "acid-db", held)["spec"]["numberOfInstances"] == 0
+    assert api.get("Cluster", "db", held)["metadata"]["annotations"]["cnpg.io/hibernation"] == "on"
+    # what starts nothing passes: a change elsewhere in the spec
+    passed(editor.kubectl("patch", "kafkabridge/bridge", "-n", held, "--type=merge", "-p",
+                          '{"spec":{"bootstrapServers":"kafka:9093"}}'))
