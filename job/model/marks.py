@@ -86,7 +86,7 @@ HOLD_MODES = ("deny", "warn")
 #: on a held Namespace: the words a refused request reads after what it tried (who holds it, until when, how to wake it)
 ANNOTATION_HOLD = f"{DOMAIN}/held"
 #: on a held Namespace: the resources its holders freeze, as " deployments.apps cronjobs.batch " (spaces around each,
-#: so that the admission policy finds one with a plain `contains`); a kind outside it is the policy's to leave alone
+#: so that the admission policy finds one with a plain `contains`); a kind outside it may grow where it runs already
 ANNOTATION_HOLD_KINDS = f"{DOMAIN}/hold-kinds"
 #: on a held Namespace: the user name of nsscaler's own ServiceAccount, the one account the hold lets by there (its
 #: restores). Read from the mark, not matched by name: a ServiceAccount called nsscaler in another namespace is held
