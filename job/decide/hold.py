@@ -124,10 +124,12 @@ Pairs = tuple[tuple[str, str], ...]
 
 def excluded(workloads: Iterable[Workload]) -> dict[str, list[str]]:
     """Per namespace, its workloads annotated `ANNOTATION_EXCLUDE`, as the hold names them ("deployments.apps/web"),
-    sorted: the run reads every workload of the kinds its policies freeze in their namespaces anyway."""
+    sorted: the run reads every workload of the kinds its policies freeze in their namespaces anyway. One a
+    controller owns is left out (a Deployment's ReplicaSet copies its annotations, under a name each rollout
+    changes): its controller scales it on the object, which the hold lets by."""
     out: dict[str, set[str]] = {}
     for w in workloads:
-        if w.excluded:
+        if w.excluded and w.controller is None:
             kind = w.handler or BUILTIN.get(w.kind)
             if kind is not None:
                 out.setdefault(w.namespace, set()).add(f"{kind.plural}.{kind.group}/{w.name}")

@@ -106,6 +106,8 @@ def test_the_mark_names_the_excluded_workloads_and_is_written_again_only_when_th
     found = namespaces("shop-v1", "shop-v2")
     selection = select([policy("p", "shop-", ["v2"])], found, settings=settings(), now=NOW)
     workloads = [workload("shop-v1", "keep", excluded=True), workload("shop-v1", "web"),
+                 workload("shop-v1", "keep-5d8f", kind=Kind.REPLICASET, excluded=True, controller="Deployment",
+                          controller_name="keep"),  # its owner's copy, renamed by each rollout
                  workload("shop-v2", "api", kind=Kind.STATEFULSET, excluded=True)]
     opted_out = hold.excluded(workloads)
     assert opted_out == {"shop-v1": ["deployments.apps/keep"], "shop-v2": ["statefulsets.apps/api"]}
