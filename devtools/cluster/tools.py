@@ -55,6 +55,9 @@ TOOLS = {
     # helm v4 is a Go module of its own (helm.sh/helm/v4); its Makefile stamps the version the same way
     "helm": Tool("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", "v4.3.2", "v4.3.2",
                  version_var="helm.sh/helm/v4/internal/version.version"),
+    # krew installs the kubectl plugin from a local index in the plugin's install test
+    "krew": Tool("krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", "v0.4.3", "v0.4.3",
+                 version_var="sigs.k8s.io/krew/internal/version.gitTag"),
 }
 
 

@@ -60,12 +60,24 @@ def the_node(node_cluster: tuple[controlplane.ControlPlane, node.Node]) -> node.
 
 @pytest.fixture(scope="session")
 def installed(control_plane: controlplane.ControlPlane, api: AdminApi) -> None:
+    install_overlay(control_plane, api)
+
+
+def install_overlay(control_plane: controlplane.ControlPlane, api: AdminApi) -> None:
     """The local overlay applied as a user would; the CronJob suspended so that only the test that wants it to
     fire on its own lets it."""
     apply_manifest(control_plane.admin_kubeconfig, OVERLAY, kustomize=True)
     wait_until(lambda: api.exists("ServiceAccount", "nsscaler", NAMESPACE), what="the nsscaler ServiceAccount")
     wait_until(api.crd_established, timeout=30, what="the NSScaler CRD to be established")
     api.patch("CronJob", "nsscaler", {"spec": {"suspend": True}}, NAMESPACE)
+
+
+#: installs the chart, whose cluster-wide objects are the overlay's: it runs before any test installs the overlay
+FIRST = "tests/node/test_helm_on_node.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(FIRST))  # stable: every other test keeps its order
 
 
 @pytest.fixture(scope="session")
