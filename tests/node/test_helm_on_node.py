@@ -59,9 +59,9 @@ def install_chart(helm: str, plane: controlplane.ControlPlane, **values: str) ->
              kubeconfig=plane.admin_kubeconfig)
 
 
-def uninstall_chart(helm: str, plane: controlplane.ControlPlane, *, check: bool = True) -> None:
+def uninstall_chart(helm: str, plane: controlplane.ControlPlane, *more: str, check: bool = True) -> None:
     """`helm uninstall` as the chart's NOTES say it (a release takes at most 540 s)."""
-    helm_run(helm, "uninstall", RELEASE, "-n", RELEASE_NAMESPACE, "--timeout", "10m",
+    helm_run(helm, "uninstall", RELEASE, "-n", RELEASE_NAMESPACE, "--timeout", "10m", *more,
              kubeconfig=plane.admin_kubeconfig, check=check)
 
 
@@ -77,8 +77,8 @@ def helm() -> str:
 @pytest.fixture(scope="module")
 def no_overlay(control_plane: controlplane.ControlPlane, api: AdminApi, helm: str) -> Iterator[None]:
     """Room for the chart: the overlay deleted where it is installed, applied again afterwards. A test that
-    failed before its uninstall leaves the release: it is uninstalled here, so that the next tests can install the
-    overlay (the failure is the test's)."""
+    failed before its uninstall, or whose uninstall failed, leaves the release: it is uninstalled here without its
+    hook (the failure is the test's), so that the next tests can install the overlay."""
     reinstall = overlay_installed(api)
     if reinstall:
         result = kubectl_run(control_plane, "delete", "-k", str(WITH_WAKER), "--ignore-not-found", "--wait")
@@ -86,7 +86,7 @@ def no_overlay(control_plane: controlplane.ControlPlane, api: AdminApi, helm: st
     yield
     if helm_run(helm, "status", RELEASE, "-n", RELEASE_NAMESPACE, kubeconfig=control_plane.admin_kubeconfig,
                 check=False).returncode == 0:
-        uninstall_chart(helm, control_plane, check=False)
+        uninstall_chart(helm, control_plane, "--no-hooks", check=False)
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=180, what=f"namespace {NAMESPACE} gone")
     if reinstall:
         install_overlay(control_plane, api)
