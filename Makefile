@@ -137,6 +137,7 @@ node-images: install node-deps ## (root) build the node's images offline: nsscal
 
 test-node: install node-binaries node-images gateway-tools ## (root) the node tier: the CronJob's own image on a real node
 	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
+	$(BIN)/pytest -m node tests/node/test_helm_on_node.py $(PYTEST_ARGS) || [ $$? -eq 5 ]  # its own node session
 
 node-up: install node-binaries node-images ## (root) a control plane plus a Ready node (.cluster/kubeconfig)
 	@$(BIN)/python -m devtools.cluster up --node

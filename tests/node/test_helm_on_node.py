@@ -7,14 +7,14 @@ tier builds from the shipped Dockerfile (never pulled), and every Pod the chart 
 - `helm uninstall` runs the release hook Job, whose Pod gives every workload back: the Pods run again.
 
 The chart and the local overlay install the same cluster-wide objects (ClusterRoles, the PriorityClass, the CRDs,
-the namespace `nsscaler`), so they cannot be installed side by side. This module runs first in the node tier
-(`tests/node/conftest.py` orders it), before any test installs the overlay; on a cluster where the overlay is
-installed already (`make node-up` reused), the overlay is deleted first and applied again afterwards.
+the namespace `nsscaler`), and the uninstall leaves Kubernetes 1.36's API server unable to read the params of a
+waker installed after it (see `APART` in tests/node/conftest.py): this module runs in a node session of its own,
+which `make test-node` starts after the other node tests. A reused `make node-up` cluster where nsscaler is
+installed already fails it at once, saying so.
 """
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,18 +29,16 @@ from devtools.cluster import controlplane, images
 from devtools.cluster.node import NODE_NAME
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_RELEASED, ANNOTATION_WAKE_REQUEST, HEADER_NAMESPACE
 from job.waker.page import WAKER_HEADER
-from tests.conftest import ROOT, built_tool, kubectl
+from tests.conftest import built_tool
 from tests.gateway import gateway_crds
 from tests.integration.test_helm import CHART, RELEASE
 from tests.integration.test_helm import run as helm_run
-from tests.node.conftest import NAMESPACE, install_overlay, job_result, run_cronjob_now, running_family, running_pods
+from tests.node.conftest import NAMESPACE, job_result, run_cronjob_now, running_family, running_pods
 
 __all__ = ["gateway_crds"]
 pytestmark = [pytest.mark.node, pytest.mark.usefixtures("gateway_crds")]
 WAKER = "nsscaler-waker"
 RELEASE_JOB = "nsscaler-release"
-#: the overlay with the waker holds every object the local overlay holds, and the waker's
-WITH_WAKER = ROOT / "kustomize" / "overlays" / "local-with-waker"
 
 
 #: where helm records the release (`-n`): the install below is the one place that says how the chart is installed
@@ -76,25 +74,16 @@ def helm() -> str:
 
 @pytest.fixture(scope="module")
 def no_overlay(control_plane: controlplane.ControlPlane, api: AdminApi, helm: str) -> Iterator[None]:
-    """Room for the chart: the overlay deleted where it is installed, applied again afterwards. A test that
-    failed before its uninstall, or whose uninstall failed, leaves the release: it is uninstalled here without its
-    hook (the failure is the test's), so that the next tests can install the overlay."""
-    reinstall = overlay_installed(api)
-    if reinstall:
-        result = kubectl_run(control_plane, "delete", "-k", str(WITH_WAKER), "--ignore-not-found", "--wait")
-        assert result.returncode == 0, result.stdout + result.stderr
+    """A node without nsscaler, and afterwards none again. A test that failed before its uninstall, or whose
+    uninstall failed, leaves the release: it is uninstalled here without its hook (the failure is the test's)."""
+    if overlay_installed(api):
+        pytest.fail("nsscaler is installed on this node already (a reused `make node-up` cluster?): the chart needs "
+                    "a node of its own, `make node-down` first", pytrace=False)
     yield
     if helm_run(helm, "status", RELEASE, "-n", RELEASE_NAMESPACE, kubeconfig=control_plane.admin_kubeconfig,
                 check=False).returncode == 0:
         uninstall_chart(helm, control_plane, "--no-hooks", check=False)
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=180, what=f"namespace {NAMESPACE} gone")
-    if reinstall:
-        install_overlay(control_plane, api)
-
-
-def kubectl_run(plane: controlplane.ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([kubectl(), "--kubeconfig", str(plane.admin_kubeconfig), *args], capture_output=True,
-                          text=True, check=False, timeout=300)
 
 
 class PodsSeen:
@@ -201,5 +190,5 @@ def test_the_chart_s_run_waker_and_release_hook_run_as_pods_on_the_node(
     back = {held: 3, woken: 1, live: 1}
     wait_until(lambda: {ns: running_pods(api, ns) for ns in back} == back, timeout=120,
                what=f"Pods Running again: {back}")
-    assert not overlay_installed(api), "the chart's ClusterRole outlived helm uninstall"
-    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=180, what=f"namespace {NAMESPACE} gone")
+    wait_until(lambda: not overlay_installed(api) and not api.exists("Namespace", NAMESPACE), timeout=180,
+               what=f"the chart's ClusterRole and namespace {NAMESPACE} gone")
