@@ -40,7 +40,7 @@ FIXED_MTIME = 315532800
 KREW_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 BOOTSTRAP = '''\
-"""kubectl-nsscaler {version} as one file: unpacks its libraries once, then runs the plugin."""
+"""kubectl-nsscaler {version} as one file: unpacks its libraries once, then runs the plugin with them alone."""
 import os
 import sys
 import zipfile
@@ -68,7 +68,11 @@ if sys.version_info[:2] != PYTHON:
     sys.stderr.write(f"kubectl nsscaler: this build needs Python {{PYTHON[0]}}.{{PYTHON[1]}} as python3 on PATH, "
                      f"found {{sys.version.split()[0]}}: install the plugin with pipx instead\\n")
     sys.exit(2)
-sys.path.insert(0, unpacked())
+# only its own libraries: never those of the Python it runs on, whatever their versions
+import site  # noqa: E402
+
+others = {{*site.getsitepackages(), site.getusersitepackages()}}
+sys.path[:] = [unpacked(), *(p for p in sys.path if p not in others)]
 from job.plugin.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -1,8 +1,9 @@
 """The plugin as krew installs it (docs/using/plugin.md): real krew (v0.4.3, built from its Go module) adds a local
 git repository holding the manifest `make plugin-archive` writes as a custom index, and installs `nsscaler` from it,
 downloading the archive over HTTP (served on loopback, as from a release page) and checking its SHA-256. Then
-`kubectl nsscaler` runs with nothing on PATH but krew's bin folder, kubectl, and a python3 that has no library at
-all: the one file brings every library the plugin uses. A user with only `edit` in a held namespace wakes it."""
+`kubectl nsscaler` runs with nothing on PATH but krew's bin folder, kubectl, and Debian's python3, whose own
+libraries (it has PyYAML) the plugin leaves aside: the one file brings every library the plugin uses. A user with
+only `edit` in a held namespace wakes it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from job import __version__
 from tests.conftest import built_tool, kubectl, make_family
 from tests.users import User, grant_edit
 
-#: a python3 without any library besides its own: Debian's, the interpreter the project pins
+#: Debian's python3, the interpreter the project pins: without pydantic or requests, with PyYAML
 SYSTEM_PYTHON = Path("/usr/bin/python3.11")
 
 
