@@ -63,7 +63,7 @@ def uninstall_chart(helm: str, plane: controlplane.ControlPlane, *more: str, che
              kubeconfig=plane.admin_kubeconfig, check=check)
 
 
-def overlay_installed(api: AdminApi) -> bool:
+def nsscaler_installed(api: AdminApi) -> bool:
     return api.exists("ClusterRole", "nsscaler")
 
 
@@ -73,10 +73,10 @@ def helm() -> str:
 
 
 @pytest.fixture(scope="module")
-def no_overlay(control_plane: controlplane.ControlPlane, api: AdminApi, helm: str) -> Iterator[None]:
+def no_other_install(control_plane: controlplane.ControlPlane, api: AdminApi, helm: str) -> Iterator[None]:
     """A node without nsscaler, and afterwards none again. A test that failed before its uninstall, or whose
     uninstall failed, leaves the release: it is uninstalled here without its hook (the failure is the test's)."""
-    if overlay_installed(api):
+    if nsscaler_installed(api):
         pytest.fail("nsscaler is installed on this node already (a reused `make node-up` cluster?): the chart needs "
                     "a node of its own, `make node-down` first", pytrace=False)
     yield
@@ -164,7 +164,7 @@ def wake_through_the_waker(plane: controlplane.ControlPlane, api: AdminApi, held
 
 
 def test_the_chart_s_run_waker_and_release_hook_run_as_pods_on_the_node(
-        control_plane: controlplane.ControlPlane, api: AdminApi, helm: str, no_overlay: None, prefix: str,
+        control_plane: controlplane.ControlPlane, api: AdminApi, helm: str, no_other_install: None, prefix: str,
         figures: list[str]) -> None:
     install_chart(helm, control_plane, **{"waker.enabled": "true"})
     wait_until(api.crd_established, timeout=30, what="the NSScaler CRD to be established")
@@ -190,5 +190,5 @@ def test_the_chart_s_run_waker_and_release_hook_run_as_pods_on_the_node(
     back = {held: 3, woken: 1, live: 1}
     wait_until(lambda: {ns: running_pods(api, ns) for ns in back} == back, timeout=120,
                what=f"Pods Running again: {back}")
-    wait_until(lambda: not overlay_installed(api) and not api.exists("Namespace", NAMESPACE), timeout=180,
+    wait_until(lambda: not nsscaler_installed(api) and not api.exists("Namespace", NAMESPACE), timeout=180,
                what=f"the chart's ClusterRole and namespace {NAMESPACE} gone")
