@@ -75,7 +75,7 @@ docs: install ## build the docs site (docs/_build/html) from scratch; any warnin
 	@rm -rf docs/_build
 	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
-metrics-tools: install ## build kube-state-metrics, promtool and helm once for the metrics and chart tests (cached, ~12 min on 2 cores)
+metrics-tools: install ## build kube-state-metrics, promtool, helm and krew once for the metrics, chart and plugin tests (cached, ~14 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.tools
 
 helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 cores)
@@ -92,6 +92,12 @@ chart: install ## regenerate charts/nsscaler from `kubectl kustomize` of kustomi
 
 package: chart helm ## the chart archive, dist/nsscaler-<version>.tgz (the version of job/__init__.py)
 	$$($(BIN)/python -m devtools.cluster.tools helm) package charts/nsscaler -d dist
+
+krew: install ## build krew once from its Go module (cached), for the plugin's krew install test
+	$(BIN)/python -m devtools.cluster.tools krew
+
+plugin-archive: install ## the kubectl plugin as one file for krew: dist/krew/<archive>.tar.gz and its manifest nsscaler.yaml (KREW_URL=where the archive is served)
+	$(BIN)/python -m devtools.krew --url "$(KREW_URL)"
 
 keep-release: install helm control-plane ## keep the released version's chart package, wheel and records in tests/fixtures/releases/<version>/ (once; CHANGELOG.md dates it first)
 	$(BIN)/python -m devtools.release
@@ -131,6 +137,7 @@ node-images: install node-deps ## (root) build the node's images offline: nsscal
 
 test-node: install node-binaries node-images gateway-tools ## (root) the node tier: the CronJob's own image on a real node
 	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
+	$(BIN)/pytest -m node tests/node/test_helm_on_node.py $(PYTEST_ARGS) || [ $$? -eq 5 ]  # its own node session
 
 node-up: install node-binaries node-images ## (root) a control plane plus a Ready node (.cluster/kubeconfig)
 	@$(BIN)/python -m devtools.cluster up --node
@@ -204,5 +211,5 @@ run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscale
 
 .PHONY: help install lock docs rows control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
 	test-unit mutation cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
-	chart package keep-release versions-table node-deps node-binaries \
+	chart package krew plugin-archive keep-release versions-table node-deps node-binaries \
 	node-images test-node node-up node-down

@@ -1,4 +1,5 @@
-"""Build kube-state-metrics, promtool and helm from their Go modules, once, into a cache (metrics and chart tests).
+"""Build kube-state-metrics, promtool, helm and krew from their Go modules, once, into a cache (metrics, chart and
+plugin tests).
 
 Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler/promtool-v0.316.0/`), with its
 build log and a manifest written last, so a half-finished build is never taken for a finished one. A flock
@@ -55,6 +56,9 @@ TOOLS = {
     # helm v4 is a Go module of its own (helm.sh/helm/v4); its Makefile stamps the version the same way
     "helm": Tool("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", "v4.3.2", "v4.3.2",
                  version_var="helm.sh/helm/v4/internal/version.version"),
+    # krew installs the kubectl plugin from a local index in the plugin's install test
+    "krew": Tool("krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", "v0.4.3", "v0.4.3",
+                 version_var="sigs.k8s.io/krew/internal/version.gitTag"),
 }
 
 

@@ -10,7 +10,7 @@ session's), where deleting the CRDs touches no other test.
 No kubelet runs here. Where a Job's Pod must run (a run of the CronJob, the release hook), the test runs that
 Pod's own command line and environment with the ServiceAccount's real token, and then writes the Pod's status as
 a kubelet would (phase and exit code): the real Job controller turns that into the Job's success or failure, and
-real helm waits on it."""
+real helm waits on it. The node tier runs those Pods on a real kubelet (tests/node/test_helm_on_node.py)."""
 
 from __future__ import annotations
 
