@@ -97,8 +97,38 @@ def _mark_metrics(o: Obj) -> None:
             subject["name"] = sentinel("KSM_SERVICE_ACCOUNT")
 
 
+#: cluster-wide kinds whose objects nsscaler names `nsscaler` or `nsscaler-…`: named after `nsscaler.fullname`,
+#: so that each release's are its own (CRDs are not: one API for every release)
+CLUSTER_KINDS = ("ClusterRole", "ClusterRoleBinding", "FlowSchema", "PriorityLevelConfiguration", "PriorityClass",
+                 "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+                 "MutatingAdmissionPolicyBinding")
+#: stands for the release's full name in an object's name until `edit_text` templates it
+FULLNAME = "__FULLNAME__"
+
+
+def _full(name: str) -> str:
+    return FULLNAME + name.removeprefix("nsscaler") if name == "nsscaler" or name.startswith("nsscaler-") else name
+
+
+def _cluster_names(o: Obj) -> None:
+    """The object's own name if it is cluster-wide, and its references to cluster-wide objects of the chart: a
+    binding's ClusterRole, an admission binding's policy, a FlowSchema's priority level."""
+    if o["kind"] in CLUSTER_KINDS:
+        o["metadata"]["name"] = _full(o["metadata"]["name"])
+    ref = o.get("roleRef")
+    if ref and ref.get("kind") == "ClusterRole":
+        ref["name"] = _full(ref["name"])
+    spec = o.get("spec") if isinstance(o.get("spec"), dict) else {}
+    if o["kind"].endswith("AdmissionPolicyBinding"):
+        spec["policyName"] = _full(spec["policyName"])
+    if o["kind"] == "FlowSchema":
+        spec["priorityLevelConfiguration"]["name"] = _full(spec["priorityLevelConfiguration"]["name"])
+
+
 def mark(o: Obj, component: str | None = None) -> Obj:
-    """Every object: common labels, its references to the job's ServiceAccount; a component's own values."""
+    """Every object: common labels, its references to the job's ServiceAccount and to cluster-wide objects; a
+    component's own values."""
+    _cluster_names(o)
     o["metadata"]["labels"] = {**o["metadata"].get("labels", {}), "__common__": sentinel("COMMON_LABELS")}
     _service_account_refs(o)
     if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == SERVICE_ACCOUNT:
@@ -178,6 +208,7 @@ def edit_text(name: str, text: str) -> str:
                 raise SystemExit(f"{name}: kustomize no longer writes {old!r}: update TEXT_EDITS in "
                                  f"devtools/chart_platform.py")
             text = text.replace(old, new)
+    text = text.replace(FULLNAME, '{{ include "nsscaler.fullname" . }}')
     if name.startswith("metrics/prometheusrule"):
         if _RUNBOOKS not in text:
             raise SystemExit(f"{name}: no runbook_url under {_RUNBOOKS}: update devtools/chart_platform.py")

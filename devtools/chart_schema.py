@@ -95,6 +95,10 @@ def schema(components: Mapping[str, Path]) -> dict[str, Any]:
                          "description": "another namespace for the chart's objects; empty: the release's"},
                 "create": {"type": "boolean",
                            "description": "create namespace.name (never the release's namespace)"}}},
+            "nameOverride": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", "maxLength": 40,
+                             "description": "the cluster-wide objects and the ServiceAccount: <release>-<this>"},
+            "fullnameOverride": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+                                 "maxLength": 63, "description": "their name, whole"},
             "commonLabels": _labels("labels added to every object"),
             "serviceAccount": {"type": "object", "additionalProperties": False, "properties": {
                 "create": {"type": "boolean"},

@@ -7,8 +7,11 @@ are read from the objects `kubectl kustomize` builds, so the chart's defaults re
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -60,11 +63,17 @@ def entries(cronjob: Obj, waker: Obj, gateway_labels: dict[str, str], *, compone
         ("namespace.create", False, "Create namespace.name (labelled Pod Security restricted) and delete it on "
                                     "uninstall. Never the release's own namespace: that holds Helm's record of "
                                     "the release, and the install fails if you ask for it."),
+        ("nameOverride", "", "The cluster-wide objects (ClusterRoles and their bindings, admission policies, the "
+                             "FlowSchema, the PriorityClass) and the ServiceAccount are named <release>-<this> "
+                             "instead of nsscaler (their suffixes stay). The namespaced objects keep their names: "
+                             "nsscaler's code and policies know them (the CronJob nsscaler, the Lease nsscaler-run, "
+                             "the Service nsscaler-waker)."),
+        ("fullnameOverride", "", "As nameOverride, the name given whole."),
         ("commonLabels", {}, "Labels added to every object the chart installs."),
         ("serviceAccount", GROUP, "The ServiceAccount the runs use; the RBAC bindings, the FlowSchema and the "
                                   "admission policy that limits what a run may write all name it."),
         ("serviceAccount.create", True, "Create it; false: it must exist already."),
-        ("serviceAccount.name", "", "Its name; empty: nsscaler."),
+        ("serviceAccount.name", "", "Its name; empty: nsscaler (or the full name of nameOverride)."),
         ("serviceAccount.annotations", {}, "Annotations on it (e.g. a cloud identity)."),
         ("schedule", cronjob["spec"]["schedule"], "When the CronJob runs: five cron fields or a macro (@hourly)."),
         ("timeZone", cronjob["spec"]["timeZone"], "The schedule's IANA time zone."),
@@ -83,7 +92,7 @@ def entries(cronjob: Obj, waker: Obj, gateway_labels: dict[str, str], *, compone
         ("podLabels", {}, "Labels added to the job's Pods."),
         ("podAnnotations", {}, "Annotations added to the job's Pods."),
         ("priorityClass", GROUP, "The job Pods' priority."),
-        ("priorityClass.enabled", True, "Create the PriorityClass nsscaler and use it."),
+        ("priorityClass.enabled", True, "Create the PriorityClass nsscaler (or the full name) and use it."),
         ("priorityClass.existingName", "", "Use this existing PriorityClass instead (nothing is created)."),
         ("flowSchema", GROUP, "API Priority and Fairness for the runs' requests."),
         ("flowSchema.enabled", True, "The FlowSchema and PriorityLevelConfiguration nsscaler."),
@@ -230,3 +239,26 @@ def readme(values_yaml: str, chart: dict[str, Any]) -> str:
         "(samples: kustomize/samples/ in the repository).", "",
         "## Values", "",
         "| value | default | meaning |", "|---|---|---|", *rows, ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`make chart-readme`: charts/nsscaler/README.md from the chart's values.yaml; `--check` (make lint) fails
+    when the README is not what values.yaml's comments say (`make chart` writes both)."""
+    chart = Path(__file__).resolve().parent.parent / "charts" / "nsscaler"
+    parser = argparse.ArgumentParser(description="the chart's README.md, generated from values.yaml's comments")
+    parser.add_argument("--check", action="store_true", help="fail when charts/nsscaler/README.md is stale")
+    args = parser.parse_args(argv)
+    found = readme((chart / "values.yaml").read_text(), yaml.safe_load((chart / "Chart.yaml").read_text()))
+    path = chart / "README.md"
+    if args.check:
+        if not path.exists() or path.read_text() != found:
+            print("charts/nsscaler/README.md is not what values.yaml's comments say: run `make chart-readme`",
+                  file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(found)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

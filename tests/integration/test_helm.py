@@ -345,6 +345,47 @@ def test_monitoring_fits_a_kube_prometheus_stack_and_the_waker_is_sized_and_plac
     assert monitor["spec"]["selector"]["matchLabels"] == waker["spec"]["selector"]["matchLabels"]
 
 
+CLUSTER_WIDE = ("ClusterRole", "ClusterRoleBinding", "FlowSchema", "PriorityLevelConfiguration", "PriorityClass",
+                "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+                "MutatingAdmissionPolicyBinding")
+EVERY_COMPONENT = {"metrics": {"enabled": True}, "waker": {"enabled": True}, "operatorKinds": {"enabled": True},
+                   "wakeRequesterStamp": {"enabled": True}}
+
+
+def cluster_wide_names(docs: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(o["kind"], o["metadata"]["name"]) for o in docs if o["kind"] in CLUSTER_WIDE}
+
+
+@pytest.mark.parametrize(("values", "name"), [
+    pytest.param({"fullnameOverride": "acme-nsscaler"}, "acme-nsscaler", id="fullname"),
+    pytest.param({"nameOverride": "scaler"}, f"{RELEASE}-scaler", id="name"),
+])
+def test_a_name_override_renames_every_cluster_wide_object_and_what_refers_to_it(helm, tmp_path, values, name):
+    """Each release's cluster-wide objects are its own (none shares a name with a default install's), every
+    reference among them still finds its object, and the ServiceAccount every policy names follows."""
+    default = template(helm, tmp_path, EVERY_COMPONENT)
+    docs = template(helm, tmp_path, {**values, **EVERY_COMPONENT})
+    renamed = cluster_wide_names(docs)
+    assert renamed and all(n == name or n.startswith(f"{name}-") for _, n in renamed), renamed
+    assert not renamed & cluster_wide_names(default)
+    assert len(renamed) == len(cluster_wide_names(default))
+    have = {(o["kind"], o["metadata"]["name"]) for o in docs}
+    for o in docs:
+        if o.get("roleRef", {}).get("kind") == "ClusterRole":
+            assert ("ClusterRole", o["roleRef"]["name"]) in have, o["roleRef"]
+        if o["kind"].endswith("AdmissionPolicyBinding"):
+            assert (o["kind"].removesuffix("Binding"), o["spec"]["policyName"]) in have, o["spec"]["policyName"]
+    flow = by_kind(docs, "FlowSchema", name)["spec"]
+    assert ("PriorityLevelConfiguration", flow["priorityLevelConfiguration"]["name"]) in have
+    assert flow["rules"][0]["subjects"][0]["serviceAccount"]["name"] == name
+    assert ("ServiceAccount", name) in have
+    cron = by_kind(docs, "CronJob", "nsscaler")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert (cron["serviceAccountName"], cron["priorityClassName"]) == (name, name)
+    limits = by_kind(docs, "ValidatingAdmissionPolicy", f"{name}-run-writes-only-what-a-run-writes")
+    assert f"endsWith(':{name}')" in limits["spec"]["matchConditions"][0]["expression"]
+    assert {o["metadata"]["name"] for o in docs if o["kind"] == "CustomResourceDefinition"} == set(CRDS)
+
+
 @pytest.mark.parametrize(("schedule", "seconds"), [
     pytest.param("*/10 * * * *", 1800, id="every-ten-minutes"), pytest.param("@hourly", 10800, id="hourly"),
     pytest.param("0 */6 * * *", 64800, id="every-six-hours"), pytest.param("30 2 * * *", 259200, id="daily"),
@@ -635,18 +676,19 @@ def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothi
 
 
 #: OpenShift's restricted SCC: no user or group named (it assigns one from the namespace's range), a read-only root
-#: filesystem; and a ServiceAccount of the platform's own name, which every policy about the runs must follow
+#: filesystem; and the platform's own name for the cluster-wide objects and the ServiceAccount, which every binding
+#: and policy about the runs must follow
 OPENSHIFT = {"podSecurityContext": {"runAsUser": None, "runAsGroup": None},
-             "securityContext": {"readOnlyRootFilesystem": True}, "serviceAccount": {"name": "platform-nsscaler"}}
+             "securityContext": {"readOnlyRootFilesystem": True}, "fullnameOverride": "platform-nsscaler"}
 #: a user from the range OpenShift assigns, in group 0 as OpenShift runs it (as root the test runs as this user;
 #: otherwise as the test's own user, just as arbitrary)
 ARBITRARY_UID = 1000680000
 
 
 def test_an_openshift_style_install_freezes_and_restores(helm, plane, plane_api, tmp_path):
-    """The runs of an install that names no user, under its renamed ServiceAccount as an arbitrary user: a freeze
-    and a restore; the admission policy that limits a run's writes still applies to that account; and the
-    uninstall gives everything back."""
+    """The runs of an install that names no user, under its renamed ServiceAccount and ClusterRoles, as an arbitrary
+    user: a freeze and a restore; the admission policy that limits a run's writes still applies to that account;
+    and the uninstall gives everything back."""
     api, prefix = plane_api, "shift-"
     install(helm, plane, tmp_path, OPENSHIFT)
     wait_until(api.crd_established, what="the chart's CRD")
@@ -682,3 +724,4 @@ def test_an_openshift_style_install_freezes_and_restores(helm, plane, plane_api,
     assert api.replicas("Deployment", ns, "web") == 3
     nothing_installed_left(helm, plane, api)
     assert not api.exists("ServiceAccount", "platform-nsscaler", NAMESPACE)
+    assert not api.exists("ClusterRoleBinding", "platform-nsscaler")

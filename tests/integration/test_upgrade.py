@@ -39,7 +39,7 @@ from tests.integration.test_release import EVERY_KIND, family, make_every_kind, 
 
 pytestmark = pytest.mark.versions
 
-#: the values that keep an install of a release up to 0.2.0 where it is: its objects in the namespace nsscaler,
+#: the values that keep an install of 0.1.0 where it is: its objects in the namespace nsscaler,
 #: which the chart made (and removes on uninstall), the release recorded in `default`
 UPGRADED_FROM_DEFAULT = {"namespace": {"name": NAMESPACE, "create": True}}
 
@@ -122,7 +122,7 @@ def test_an_upgrade_from_a_kept_release_restores_what_that_release_froze(helm, p
     assert all(records.values()) and len(records) == len(before), records
 
     # the upgrade changes the installed objects only: the records stay on the workloads, as the old release wrote
-    # releases up to 0.2.0 recorded themselves in `default` and made the namespace nsscaler: the upgrade says so
+    # 0.1.0 recorded itself in `default` and made the namespace nsscaler: the upgrade says so
     run(helm, "upgrade", RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, UPGRADED_FROM_DEFAULT),
         kubeconfig=plane.admin_kubeconfig)
     assert charts_installed(helm, plane) == [f"nsscaler-{version}", f"nsscaler-{__version__}"]

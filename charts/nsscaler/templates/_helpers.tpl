@@ -24,9 +24,25 @@ creates it: deleting it on uninstall would delete Helm's own record of the relea
 {{- .Values.namespace.name | default .Release.Namespace -}}
 {{- end -}}
 
-{{/* The job's ServiceAccount: serviceAccount.name, else nsscaler. */}}
+{{/* The name of the release's cluster-wide objects (and of its ServiceAccount): fullnameOverride, else
+<release>-<nameOverride>, else nsscaler. */}}
+{{- define "nsscaler.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if .Values.nameOverride -}}
+{{- if contains .Values.nameOverride .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- else -}}
+nsscaler
+{{- end -}}
+{{- end -}}
+
+{{/* The job's ServiceAccount: serviceAccount.name, else the full name. */}}
 {{- define "nsscaler.serviceAccountName" -}}
-{{- .Values.serviceAccount.name | default "nsscaler" -}}
+{{- .Values.serviceAccount.name | default (include "nsscaler.fullname" .) -}}
 {{- end -}}
 
 {{/* The job Pods' PriorityClass: an existing one by name, else the chart's own, else none. */}}
@@ -34,7 +50,7 @@ creates it: deleting it on uninstall would delete Helm's own record of the relea
 {{- if .Values.priorityClass.existingName -}}
 {{- .Values.priorityClass.existingName -}}
 {{- else if .Values.priorityClass.enabled -}}
-nsscaler
+{{- include "nsscaler.fullname" . -}}
 {{- end -}}
 {{- end -}}
 
