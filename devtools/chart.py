@@ -66,6 +66,7 @@ GATES: list[tuple[Callable[[Obj], bool], tuple[str, ...]]] = [
     (lambda o: o["kind"] == "CustomResourceDefinition" and _is_wake(o), ("crds.install", "wake.enabled")),
     (lambda o: o["kind"] == "CustomResourceDefinition", ("crds.install",)),
     (_is_wake, ("wake.enabled",)),
+    (lambda o: o["kind"] == "ServiceAccount" and o["metadata"]["name"] == NAMESPACE, ("serviceAccount.create",)),
     (lambda o: o["kind"] == "PriorityClass", ("priorityClass.enabled", "(not .Values.priorityClass.existingName)")),
     (lambda o: o["kind"] in ("FlowSchema", "PriorityLevelConfiguration"), ("flowSchema.enabled",)),
 ]

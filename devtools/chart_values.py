@@ -69,7 +69,8 @@ def entries(cronjob: Obj, waker: Obj, gateway_labels: dict[str, str], *, compone
                              "nsscaler's code and policies know them (the CronJob nsscaler, the Lease nsscaler-run, "
                              "the Service nsscaler-waker)."),
         ("fullnameOverride", "", "As nameOverride, the name given whole."),
-        ("commonLabels", {}, "Labels added to every object the chart installs."),
+        ("commonLabels", {}, "Labels added to every object the chart installs (not the chart's own keys, "
+                             "app.kubernetes.io/name and app.kubernetes.io/part-of)."),
         ("serviceAccount", GROUP, "The ServiceAccount the runs use; the RBAC bindings, the FlowSchema and the "
                                   "admission policy that limits what a run may write all name it."),
         ("serviceAccount.create", True, "Create it; false: it must exist already."),

@@ -386,6 +386,14 @@ def test_a_name_override_renames_every_cluster_wide_object_and_what_refers_to_it
     assert {o["metadata"]["name"] for o in docs if o["kind"] == "CustomResourceDefinition"} == set(CRDS)
 
 
+def test_an_existing_service_account_is_named_and_not_created(helm, tmp_path):
+    docs = template(helm, tmp_path, {"serviceAccount": {"create": False, "name": "made-by-the-platform"}})
+    assert not [o for o in docs if o["kind"] == "ServiceAccount"]
+    assert by_kind(docs, "CronJob", "nsscaler")["spec"]["jobTemplate"]["spec"]["template"]["spec"][
+        "serviceAccountName"] == "made-by-the-platform"
+    assert by_kind(docs, "ClusterRoleBinding", "nsscaler")["subjects"][0]["name"] == "made-by-the-platform"
+
+
 @pytest.mark.parametrize(("schedule", "seconds"), [
     pytest.param("*/10 * * * *", 1800, id="every-ten-minutes"), pytest.param("@hourly", 10800, id="hourly"),
     pytest.param("0 */6 * * *", 64800, id="every-six-hours"), pytest.param("30 2 * * *", 259200, id="daily"),
@@ -440,8 +448,10 @@ def run_pod_command(plane: controlplane.ControlPlane, pod_spec: dict[str, Any], 
             readable.chmod(0o644)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("NSSCALER_") and k not in ("KUBECONFIG", "PYTHONPATH")}
-    for item in container.get("env", []):
-        env[item["name"]] = namespace if "valueFrom" in item else item["value"]
+    for item in container.get("env", []):  # the downward API: the Pod's account, else its namespace as any name
+        field = item.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        env[item["name"]] = (pod_spec["serviceAccountName"] if field == "spec.serviceAccountName"
+                             else namespace if "valueFrom" in item else item["value"])
     env["NSSCALER_KUBECONFIG"] = str(kubeconfig)
     program = [str(Path(sys.executable).parent / "nsscaler")]
     if wheel is not None:
@@ -651,30 +661,6 @@ def test_a_release_in_the_cluster_stops_every_later_run_and_the_uninstall_then_f
     nothing_installed_left(helm, plane, api)
 
 
-def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
-    api, prefix = plane_api, "stuck-"
-    install(helm, plane, tmp_path, {})
-    wait_until(api.crd_established, what="the chart's CRD")
-    ns = f"{prefix}v1"
-    for n in (ns, f"{prefix}v2"):
-        api.create(builders.namespace(n))
-    api.create(builders.deployment(ns, "web", 3))
-    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
-    run_cronjob(plane, api, tmp_path, "stuck-1")
-    api.patch("Deployment", "web", {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}}, namespace=ns)
-
-    result, runs = uninstall(helm, plane, api, tmp_path)
-
-    assert result.returncode != 0
-    # helm names the hook Job that failed; it stays (deleted only on success), so its log says what is left
-    assert "Job/nsscaler/nsscaler-release" in result.stderr and "Failed" in result.stderr, result.stderr
-    assert api.exists("Job", "nsscaler-release", NAMESPACE)
-    assert runs and all(r.returncode == 1 for r in runs)
-    assert f"left frozen: deployment/web in {ns}" in runs[0].stderr
-    assert api.exists("CronJob", "nsscaler", NAMESPACE), "nothing is removed while something is held"
-    assert api.get("Deployment", "web", ns)["spec"]["replicas"] == 0
-
-
 #: OpenShift's restricted SCC: no user or group named (it assigns one from the namespace's range), a read-only root
 #: filesystem; and the platform's own name for the cluster-wide objects and the ServiceAccount, which every binding
 #: and policy about the runs must follow
@@ -725,3 +711,27 @@ def test_an_openshift_style_install_freezes_and_restores(helm, plane, plane_api,
     nothing_installed_left(helm, plane, api)
     assert not api.exists("ServiceAccount", "platform-nsscaler", NAMESPACE)
     assert not api.exists("ClusterRoleBinding", "platform-nsscaler")
+
+
+def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):
+    api, prefix = plane_api, "stuck-"
+    install(helm, plane, tmp_path, {})
+    wait_until(api.crd_established, what="the chart's CRD")
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    run_cronjob(plane, api, tmp_path, "stuck-1")
+    api.patch("Deployment", "web", {"metadata": {"annotations": {ANNOTATION_EXCLUDE: "true"}}}, namespace=ns)
+
+    result, runs = uninstall(helm, plane, api, tmp_path)
+
+    assert result.returncode != 0
+    # helm names the hook Job that failed; it stays (deleted only on success), so its log says what is left
+    assert "Job/nsscaler/nsscaler-release" in result.stderr and "Failed" in result.stderr, result.stderr
+    assert api.exists("Job", "nsscaler-release", NAMESPACE)
+    assert runs and all(r.returncode == 1 for r in runs)
+    assert f"left frozen: deployment/web in {ns}" in runs[0].stderr
+    assert api.exists("CronJob", "nsscaler", NAMESPACE), "nothing is removed while something is held"
+    assert api.get("Deployment", "web", ns)["spec"]["replicas"] == 0
