@@ -238,6 +238,12 @@ def release_hook_template(o: Obj) -> str:
 def _gated(o: Obj, body: str, extra: tuple[str, ...] = ()) -> str:
     gates = next((g for test, g in GATES if test(o)), ())
     conditions = [g if g.startswith("(") else f".Values.{g}" for g in (*gates, *extra)]
+    if o["kind"] == "ClusterRole" and "aggregationRule" in o:
+        # the clusterrole-aggregation controller writes an aggregated role by server-side apply, which creates it
+        # again when its write lands just after helm deleted it; `helm uninstall --wait` would then wait for ever
+        # for a role that keeps existing. Kept, it is never waited for: emptied with the roles it gathers, it grants
+        # nothing, and the next install of the release takes it back (docs/operating/uninstall.md)
+        body = body.replace("metadata:\n", "metadata:\n  annotations:\n    helm.sh/resource-policy: keep\n", 1)
     if o["kind"] == "CustomResourceDefinition":
         body = body.replace("metadata:\n", 'metadata:\n  {{- if .Values.crds.keep }}\n  annotations:\n'
                                          '    helm.sh/resource-policy: keep\n  {{- end }}\n', 1)
