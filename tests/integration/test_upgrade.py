@@ -154,6 +154,12 @@ def test_the_working_chart_installs_with_the_waker_and_uninstalls_giving_everyth
     frozen Deployment back before it removes the CronJob and the waker."""
     api, prefix = AdminApi(plane), "waker-chart-"
     clear_recreated_role(api)
+    # the CRDs the upgraded release kept name it (`default`): what docs/operating/helm.md says to do before
+    # installing a release of another name or namespace
+    for name in ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun"):
+        if api.exists("CustomResourceDefinition", name):
+            api.patch("CustomResourceDefinition", name, {"metadata": {"annotations": {
+                "meta.helm.sh/release-name": RELEASE, "meta.helm.sh/release-namespace": NAMESPACE}}})
     waker_on = values_file(tmp_path, {"waker": {"enabled": True}})
     run(helm, "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "-f", waker_on,
         kubeconfig=plane.admin_kubeconfig)
