@@ -328,7 +328,7 @@ It does nothing until you create an NSScaler (samples: kustomize/samples/ in the
 `helm uninstall` first runs `nsscaler release`: it suspends the CronJob for good, then gives back every workload
 nsscaler holds, or the uninstall fails. It can take up to {{ SECONDS }} s (a run in progress, then
 TIERS restore tiers of {{ .Values.release.tierWait }} s each): Helm's default --timeout of 5m is too short, so run
-  helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }} --timeout {{ add 1 (div (SECONDS) 60) }}m
+  helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }} --wait --timeout {{ add 1 (div (SECONDS) 60) }}m
 {{- end }}
 """.replace("SECONDS", _RELEASE_SECONDS).replace("TIERS", str(MAX_TIER + 1))
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from devtools import builders, chart
+from devtools import builders, chart, chart_values
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
 from devtools.cluster.versions import cache_root
@@ -115,6 +115,26 @@ def without_keep(o: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_chart_is_what_make_chart_generates_from_kustomize():
     assert chart.stale(chart.files()) == [], "charts/nsscaler is stale: run `make chart`"
+
+
+def test_helm_show_values_explains_every_value(helm):
+    """What `helm show values` prints is values.yaml with a comment over every value the README lists."""
+    shown = run(helm, "show", "values", str(CHART)).stdout
+    assert shown.strip() == (CHART / "values.yaml").read_text().strip()
+    documented = {path for path, _, _ in chart_values.documented(shown)}
+    keys = {".".join(p) for p in key_paths(yaml.safe_load(shown))}
+    assert keys - documented == set(), "values without a comment in values.yaml"
+
+
+def key_paths(values: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every key of the values, down to the maps a value gives whole (resources, security contexts, labels...)."""
+    whole = ("resources", "podSecurityContext", "securityContext", "gatewayNamespaceLabels")
+    out = []
+    for name, value in values.items():
+        out.append((*path, name))
+        if isinstance(value, dict) and value and name not in whole:
+            out += key_paths(value, (*path, name))
+    return out
 
 
 def test_helm_lint_strict_passes(helm):
