@@ -10,7 +10,9 @@ and security context are the CronJob's by construction. `Chart.yaml` takes the v
 the one place the version is written.
 
 `python -m devtools.chart` rewrites the chart (`make chart`); `--check` fails, naming the files, when the chart
-is stale (`make lint`). A new component under `kustomize/components/` is one entry in `COMPONENTS`.
+is stale (`make lint`). A new component under `kustomize/components/` is one entry in `COMPONENTS` (and a line
+saying what it adds in `devtools.chart_values.COMPONENT_HELP`). What a platform team sets is put in place by
+`devtools.chart_platform`; values.yaml, its comments and the chart's README come from `devtools.chart_values`.
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ import yaml
 
 from devtools import chart_platform, chart_values
 from devtools.chart_schema import schema
-from devtools.cluster.versions import SUPPORTED
-from job import REPOSITORY, __version__
+from job import __version__
 from job.decide.tiers import MAX_TIER
 from job.model.settings import Settings
 
@@ -286,26 +287,6 @@ def _own_image(o: Obj) -> Obj:
     return o
 
 
-#: what each component adds, in values.yaml's words
-COMPONENT_HELP = {
-    "metrics": "The metrics component: kube-state-metrics' config for the policies' status, the alert rules, a "
-               "dashboard.",
-    "wakeRequesterStamp": "Kubernetes 1.36 and later: the API server fills in a Wake's spec.requestedBy.",
-    "waker": "The waker, for wake on request: its Deployment, Service, PodDisruptionBudget, NetworkPolicy, RBAC and "
-             "admission policy, and the job's rights on HTTPRoutes.",
-    "operatorKinds": "The RBAC of the shipped catalogue of operator kinds (CNPG, Zalando, Percona, Strimzi).",
-}
-
-
-def value_entries(prod: list[Obj], components: dict[str, list[Obj]]) -> list[chart_values.Entry]:
-    cronjob = next(o for o in prod if o["kind"] == "CronJob")
-    waker = next(o for o in components["waker"] if o["kind"] == "Deployment")
-    policy = next(o for o in components["waker"] if o["kind"] == "NetworkPolicy")
-    (gateway,) = [p["namespaceSelector"]["matchLabels"] for r in policy["spec"]["ingress"] for p in r["from"]
-                  if "namespaceSelector" in p]
-    return chart_values.entries(cronjob, waker, gateway, components={k: COMPONENT_HELP[k] for k in COMPONENTS})
-
-
 _HELPERS = """{{/* The image: repository@digest when a digest is given, else repository:tag (tag: the appVersion). */}}
 {{- define "nsscaler.image" -}}
 {{- if .Values.image.digest -}}
@@ -333,20 +314,6 @@ TIERS restore tiers of {{ .Values.release.tierWait }} s each): Helm's default --
 """.replace("SECONDS", _RELEASE_SECONDS).replace("TIERS", str(MAX_TIER + 1))
 
 
-def kube_version() -> str:
-    """The supported minors (devtools/cluster/versions.py), as Helm's constraint: the oldest to the newest."""
-    minors = sorted(SUPPORTED, key=lambda m: tuple(map(int, m.split("."))))
-    return f">={minors[0]}.0-0 <{minors[-1].split('.')[0]}.{int(minors[-1].split('.')[1]) + 1}.0-0"
-
-
-def chart_yaml() -> dict[str, Any]:
-    return {"apiVersion": "v2", "name": "nsscaler", "version": __version__, "appVersion": __version__,
-            "type": "application", "kubeVersion": kube_version(), "home": REPOSITORY,
-            "sources": [REPOSITORY],
-            "description": "Freeze namespace families to zero replicas and restore them exactly (a CronJob batch "
-                           "reconciler)"}
-
-
 def files() -> dict[str, str]:
     """Every file of the chart, by path under `charts/nsscaler`."""
     prod = build(PROD)
@@ -355,17 +322,19 @@ def files() -> dict[str, str]:
     if tag != __version__:
         raise SystemExit(f"kustomize/overlays/prod pins the image tag {tag!r} but job.__version__ is {__version__!r}: "
                          f"one version for image, chart and package; set newTag in kustomize/overlays/prod")
+    if list(chart_values.COMPONENT_HELP) != list(COMPONENTS):
+        raise SystemExit("devtools/chart_values.py COMPONENT_HELP must say what each of COMPONENTS adds, in its order")
     components = {key: component_objects(folder, prod) for key, folder in COMPONENTS.items()}
-    entries = value_entries(prod, components)
+    entries = chart_values.value_entries(prod, components)
     values_yaml = chart_values.render(entries, _HEADER)
     found_schema = schema(COMPONENTS)
     unchecked = [path for path, _, _ in entries if not _in_schema(found_schema, path)]
     if unchecked:
         raise SystemExit(f"values without a schema in devtools/chart_schema.py: {', '.join(unchecked)}")
-    out = {"Chart.yaml": _HEADER + yaml.safe_dump(chart_yaml(), sort_keys=False),
+    out = {"Chart.yaml": _HEADER + yaml.safe_dump(chart_values.chart_yaml(), sort_keys=False),
            "values.yaml": values_yaml,
            "values.schema.json": json.dumps(found_schema, indent=2) + "\n",
-           "README.md": chart_values.readme(values_yaml, chart_yaml()),
+           "README.md": chart_values.readme(values_yaml, chart_values.chart_yaml()),
            "templates/_helpers.tpl": _HELPERS, "templates/NOTES.txt": _NOTES}
     out.update({f"templates/{name}": _HEADER + body for name, body in templates(prod, components).items()})
     return out

@@ -17,12 +17,48 @@ from typing import Any
 import yaml
 
 from devtools.chart_platform import CRONJOB_FIELDS, JOB_FIELDS, RUNBOOK_BASE_URL
-from job import REPOSITORY
+from devtools.cluster.versions import SUPPORTED
+from job import REPOSITORY, __version__
 
 Obj = dict[str, Any]
 #: a key that holds the documented keys under it
 GROUP = object()
 Entry = tuple[str, Any, str]
+
+
+def kube_version() -> str:
+    """The supported minors (devtools/cluster/versions.py), as Helm's constraint: the oldest to the newest."""
+    minors = sorted(SUPPORTED, key=lambda m: tuple(map(int, m.split("."))))
+    return f">={minors[0]}.0-0 <{minors[-1].split('.')[0]}.{int(minors[-1].split('.')[1]) + 1}.0-0"
+
+
+def chart_yaml() -> dict[str, Any]:
+    return {"apiVersion": "v2", "name": "nsscaler", "version": __version__, "appVersion": __version__,
+            "type": "application", "kubeVersion": kube_version(), "home": REPOSITORY,
+            "sources": [REPOSITORY],
+            "description": "Freeze namespace families to zero replicas and restore them exactly (a CronJob batch "
+                           "reconciler)"}
+
+
+#: what each component of devtools.chart's COMPONENTS adds, in values.yaml's words (in its order)
+COMPONENT_HELP = {
+    "metrics": "The metrics component: kube-state-metrics' config for the policies' status, the alert rules, a "
+               "dashboard.",
+    "wakeRequesterStamp": "Kubernetes 1.36 and later: the API server fills in a Wake's spec.requestedBy.",
+    "waker": "The waker, for wake on request: its Deployment, Service, PodDisruptionBudget, NetworkPolicy, RBAC and "
+             "admission policy, and the job's rights on HTTPRoutes.",
+    "operatorKinds": "The RBAC of the shipped catalogue of operator kinds (CNPG, Zalando, Percona, Strimzi).",
+}
+
+
+def value_entries(prod: list[Obj], components: dict[str, list[Obj]]) -> list[Entry]:
+    """Every value, its defaults read from prod's objects and the components' (`components`: switch -> objects)."""
+    cronjob = next(o for o in prod if o["kind"] == "CronJob")
+    waker = next(o for o in components["waker"] if o["kind"] == "Deployment")
+    policy = next(o for o in components["waker"] if o["kind"] == "NetworkPolicy")
+    (gateway,) = [p["namespaceSelector"]["matchLabels"] for r in policy["spec"]["ingress"] for p in r["from"]
+                  if "namespaceSelector" in p]
+    return entries(cronjob, waker, gateway, components=COMPONENT_HELP)
 
 
 def _sentence(text: str) -> str:
