@@ -57,7 +57,7 @@ lock: install ## refresh the lock files from pyproject.toml's ranges, keeping pi
 control-plane: $(BIN)/.installed ## build etcd, kube-apiserver, kube-controller-manager, kubectl once (cached, ~8 min on 2 cores)
 	$(BIN)/python -m devtools.cluster build
 
-lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every bench result rendered again from its JSON, the version table from the tier's JSON, `kubectl kustomize` of every overlay, `make docs`
+lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every bench result rendered again from its JSON, the chart and its README from their sources, the version table from the tier's JSON, `kubectl kustomize` of every overlay, `make docs`
 	@$(BIN)/python -m tools.lock --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -65,6 +65,7 @@ lint: install ## the locks match pyproject.toml; ruff, mypy, hadolint, every ben
 	$(BIN)/python -m devtools.metrics_component --check
 	$(BIN)/python -m devtools.rows --check
 	$(BIN)/python -m devtools.chart --check
+	$(BIN)/python -m devtools.chart_values --check
 	$(BIN)/python -m devtools.admission --check
 	$(BIN)/python -m devtools.versions_table --check
 	$(BIN)/python -m bench.verify
@@ -89,6 +90,9 @@ rows: install ## regenerate what follows the shipped kind rows: the operator-kin
 
 chart: install ## regenerate charts/nsscaler from `kubectl kustomize` of kustomize/ (never edit the chart by hand)
 	$(BIN)/python -m devtools.chart
+
+chart-readme: install ## regenerate charts/nsscaler/README.md from the comments of its values.yaml (`make chart` does it too)
+	$(BIN)/python -m devtools.chart_values
 
 package: chart helm ## the chart archive, dist/nsscaler-<version>.tgz (the version of job/__init__.py)
 	$$($(BIN)/python -m devtools.cluster.tools helm) package charts/nsscaler -d dist

@@ -10,7 +10,9 @@ and security context are the CronJob's by construction. `Chart.yaml` takes the v
 the one place the version is written.
 
 `python -m devtools.chart` rewrites the chart (`make chart`); `--check` fails, naming the files, when the chart
-is stale (`make lint`). A new component under `kustomize/components/` is one entry in `COMPONENTS`.
+is stale (`make lint`). A new component under `kustomize/components/` is one entry in `COMPONENTS` (and a line
+saying what it adds in `devtools.chart_values.COMPONENT_HELP`). What a platform team sets is put in place by
+`devtools.chart_platform`; values.yaml, its comments and the chart's README come from `devtools.chart_values`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from devtools import chart_platform, chart_values
 from devtools.chart_schema import schema
 from job import __version__
 from job.decide.tiers import MAX_TIER
@@ -64,7 +67,8 @@ GATES: list[tuple[Callable[[Obj], bool], tuple[str, ...]]] = [
     (lambda o: o["kind"] == "CustomResourceDefinition" and _is_wake(o), ("crds.install", "wake.enabled")),
     (lambda o: o["kind"] == "CustomResourceDefinition", ("crds.install",)),
     (_is_wake, ("wake.enabled",)),
-    (lambda o: o["kind"] == "PriorityClass", ("priorityClass.enabled",)),
+    (lambda o: o["kind"] == "ServiceAccount" and o["metadata"]["name"] == NAMESPACE, ("serviceAccount.create",)),
+    (lambda o: o["kind"] == "PriorityClass", ("priorityClass.enabled", "(not .Values.priorityClass.existingName)")),
     (lambda o: o["kind"] in ("FlowSchema", "PriorityLevelConfiguration"), ("flowSchema.enabled",)),
 ]
 
@@ -92,21 +96,16 @@ def component_objects(folder: Path, prod: list[Obj]) -> list[Obj]:
 
 # -- the CronJob: values in place of fields ---------------------------------------------------------------------
 
-def _sentinel(name: str) -> str:
-    return f"__VALUE_{name}__"
+_sentinel = chart_platform.sentinel
 
 
 def _pod(o: Obj) -> Obj:
     return o["spec"]["jobTemplate"]["spec"]["template"] if o["kind"] == "CronJob" else o["spec"]["template"]
 
 
-def defaults(cronjob: Obj) -> dict[str, Any]:
-    """The values read from the CronJob kustomize builds."""
-    container = _pod(cronjob)["spec"]["containers"][0]
-    image, _, tag = container["image"].rpartition(":")
-    return {"image": {"repository": image, "tag": "", "digest": "", "pullPolicy": container["imagePullPolicy"]},
-            "imageDefaultTag": tag, "schedule": cronjob["spec"]["schedule"], "timeZone": cronjob["spec"]["timeZone"],
-            "resources": container["resources"]}
+def image_tag(cronjob: Obj) -> str:
+    """The tag of the image kustomize's CronJob runs (prod pins it: the version)."""
+    return str(_pod(cronjob)["spec"]["containers"][0]["image"].rpartition(":")[2])
 
 
 def _mark_job(job_spec: Obj) -> None:
@@ -117,6 +116,8 @@ def _mark_job(job_spec: Obj) -> None:
     spec = pod["spec"]
     if "priorityClassName" in spec:
         spec["priorityClassName"] = _sentinel("PRIORITY_CLASS")
+    spec["serviceAccountName"] = _sentinel("SA_NAME")
+    chart_platform.mark_pod_security(spec)
     spec["imagePullSecrets"] = _sentinel("PULL_SECRETS")
     for field in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints"):
         spec[field] = _sentinel(f"POD_{field}")
@@ -155,7 +156,7 @@ _POD_LABELS = "{i}{{{{- with .Values.podLabels }}}}\n{i}{{{{- toYaml . | nindent
 def _replacement(name: str, key: str, indent: str, *, args: str) -> str:
     """The template text for the line `key: __VALUE_name__` at `indent`."""
     w = len(indent) + 2
-    simple = {"NAMESPACE": "{{ .Values.namespace.name }}", "IMAGE": '{{ include "nsscaler.image" . }}',
+    simple = {"NAMESPACE": '{{ include "nsscaler.namespace" . }}', "IMAGE": '{{ include "nsscaler.image" . }}',
               "PULL_POLICY": "{{ .Values.image.pullPolicy }}", "SCHEDULE": "{{ .Values.schedule | quote }}",
               "TIME_ZONE": "{{ .Values.timeZone | quote }}"}
     if name in simple:
@@ -165,7 +166,8 @@ def _replacement(name: str, key: str, indent: str, *, args: str) -> str:
     if name == "POD_ANNOTATIONS":
         return _block(".Values.podAnnotations", key=key, indent=indent)
     if name == "PRIORITY_CLASS":
-        return f"{indent}{{{{- if .Values.priorityClass.enabled }}}}\n{indent}{key}: nsscaler\n{indent}{{{{- end }}}}"
+        return (f'{indent}{{{{- with include "nsscaler.priorityClassName" . }}}}\n{indent}{key}: {{{{ . }}}}\n'
+                f"{indent}{{{{- end }}}}")
     if name == "PULL_SECRETS":
         return _block(".Values.image.pullSecrets", key=key, indent=indent)
     if name.startswith("POD_"):
@@ -176,7 +178,10 @@ def _replacement(name: str, key: str, indent: str, *, args: str) -> str:
         return _block(args, key=key, indent=indent, when=None if args.startswith(".") else "true")
     if name == "SUSPEND":
         return f"{indent}{{{{- if .Values.suspend }}}}\n{indent}{key}: true\n{indent}{{{{- end }}}}"
-    raise ValueError(name)
+    found = chart_platform.replacement(name, key, indent)
+    if found is None:
+        raise ValueError(name)
+    return found
 
 
 _LINE = re.compile(r"^(?P<indent> *)(?P<dash>- )?(?P<key>[A-Za-z_./]+)?:? ?__VALUE_(?P<name>[A-Za-z_]+)__$", re.M)
@@ -189,7 +194,8 @@ def _templated(obj: Obj, *, args: str = ".Values.extraArgs", dry_run: bool = Tru
     text = re.sub(r"\{\{|\}\}", lambda m: '{{"{{"}}' if m[0] == "{{" else '{{"}}"}}', text)
 
     def one(m: re.Match[str]) -> str:
-        if m["dash"]:  # the list item EXTRA_ENV: the extra env, and the dry run
+        if m["dash"]:  # the list item EXTRA_ENV (the only one): the extra env, and the dry run
+            assert m["name"] == "EXTRA_ENV", m[0]
             i = m["indent"]
             dry = (f"{i}{{{{- if .Values.dryRun }}}}\n{i}- name: NSSCALER_DRY_RUN\n{i}  value: \"true\"\n"
                    f"{i}{{{{- end }}}}\n")
@@ -200,7 +206,8 @@ def _templated(obj: Obj, *, args: str = ".Values.extraArgs", dry_run: bool = Tru
 
 
 def cronjob_template(o: Obj) -> str:
-    o = _namespaced(json.loads(json.dumps(o)))
+    o = chart_platform.mark(_namespaced(json.loads(json.dumps(o))))
+    chart_platform.mark_cronjob(o)
     o["spec"]["schedule"] = _sentinel("SCHEDULE")
     o["spec"]["timeZone"] = _sentinel("TIME_ZONE")
     o["spec"] = {**{k: v for k, v in o["spec"].items() if k != "jobTemplate"}, "suspend": _sentinel("SUSPEND"),
@@ -218,6 +225,7 @@ def release_hook_template(o: Obj) -> str:
         "labels": {**o["metadata"].get("labels", {}), "app.kubernetes.io/component": "release"},
         "annotations": {"helm.sh/hook": "pre-delete", "helm.sh/hook-weight": "0",
                         "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}}, "spec": job_spec})
+    chart_platform.mark(job)
     _mark_job(job["spec"])
     args = '(concat (list "release" (printf "--restore-wait-in-run=%v" .Values.release.tierWait)) .Values.extraArgs)'
     # a release is never a dry run (job.decide.release, rule 6): one that gave nothing back would let the uninstall
@@ -230,7 +238,13 @@ def release_hook_template(o: Obj) -> str:
 
 def _gated(o: Obj, body: str, extra: tuple[str, ...] = ()) -> str:
     gates = next((g for test, g in GATES if test(o)), ())
-    conditions = [f".Values.{g}" for g in (*gates, *extra)]
+    conditions = [g if g.startswith("(") else f".Values.{g}" for g in (*gates, *extra)]
+    if o["kind"] == "ClusterRole" and "aggregationRule" in o:
+        # the clusterrole-aggregation controller writes an aggregated role by server-side apply, which creates it
+        # again when its write lands just after helm deleted it; `helm uninstall --wait` would then wait for ever
+        # for a role that keeps existing. Kept, it is never waited for: emptied with the roles it gathers, it grants
+        # nothing, and the next install of the release takes it back (docs/operating/uninstall.md)
+        body = body.replace("metadata:\n", "metadata:\n  annotations:\n    helm.sh/resource-policy: keep\n", 1)
     if o["kind"] == "CustomResourceDefinition":
         body = body.replace("metadata:\n", 'metadata:\n  {{- if .Values.crds.keep }}\n  annotations:\n'
                                          '    helm.sh/resource-policy: keep\n  {{- end }}\n', 1)
@@ -250,15 +264,17 @@ def templates(prod: list[Obj], components: dict[str, list[Obj]]) -> dict[str, st
             out[_file(o)] = _gated(o, cronjob_template(o))
             out["job-nsscaler-release.yaml"] = release_hook_template(o)
         elif o["kind"] == "Namespace" and o["metadata"]["name"] == NAMESPACE:
-            named = _namespaced(o)
+            named = chart_platform.mark(_namespaced(o))
             named["metadata"]["name"] = _sentinel("NAMESPACE")
             out[_file(o)] = _gated(o, _templated(named))
         else:
-            out[_file(o)] = _gated(o, _templated(_namespaced(o)))
+            out[_file(o)] = _gated(o, _templated(chart_platform.mark(_namespaced(o))))
     for key, objects in components.items():
         for o in objects:
-            out[f"{key}/{_file(o)}"] = _gated(o, _templated(_own_image(_namespaced(o))), (f"{key}.enabled",))
-    return out
+            marked = chart_platform.mark(_own_image(_namespaced(o)), key)
+            out[f"{key}/{_file(o)}"] = _gated(o, _templated(marked), (f"{key}.enabled",))
+    out["waker/podmonitor-nsscaler-waker.yaml"] = chart_platform.POD_MONITOR
+    return {name: chart_platform.edit_text(name, body) for name, body in out.items()}
 
 
 def _own_image(o: Obj) -> Obj:
@@ -271,32 +287,15 @@ def _own_image(o: Obj) -> Obj:
     return o
 
 
-def values(cronjob: Obj) -> dict[str, Any]:
-    found = defaults(cronjob)
-    return {
-        "namespace": {"name": NAMESPACE, "create": True},
-        "image": {**found["image"], "pullSecrets": []},
-        "schedule": found["schedule"], "timeZone": found["timeZone"], "suspend": False,
-        "resources": found["resources"],
-        "nodeSelector": {}, "tolerations": [], "affinity": {}, "topologySpreadConstraints": [],
-        "podLabels": {}, "podAnnotations": {},
-        "priorityClass": {"enabled": True}, "flowSchema": {"enabled": True},
-        "wake": {"enabled": True}, **{key: {"enabled": False} for key in COMPONENTS},
-        "dryRun": False, "extraArgs": [], "extraEnv": [],
-        "crds": {"install": True, "keep": True},
-        "release": {"onUninstall": True, "tierWait": 30},
-    }
-
-
 _HELPERS = """{{/* The image: repository@digest when a digest is given, else repository:tag (tag: the appVersion). */}}
 {{- define "nsscaler.image" -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ include "nsscaler.repository" . }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ include "nsscaler.repository" . }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end -}}
-"""
+""" + chart_platform.HELPERS
 
 #: how long a release may take at most, in seconds: a run writing when it starts is waited for (`--lease-wait`),
 #: then every restore tier may wait `release.tierWait` in turn (job/release.py); `helm uninstall` must wait longer
@@ -304,39 +303,50 @@ _RELEASE_SECONDS = (f"add {int(Settings.model_fields['lease_wait'].default)} "
                     f"(mul {MAX_TIER + 1} (int .Values.release.tierWait))")
 
 _NOTES = """nsscaler {{ .Chart.AppVersion }} runs on the schedule "{{ .Values.schedule }}" in namespace
-{{ .Values.namespace.name }}.
+{{ include "nsscaler.namespace" . }}.
 It does nothing until you create an NSScaler (samples: kustomize/samples/ in the repository).
 {{- if .Values.release.onUninstall }}
 `helm uninstall` first runs `nsscaler release`: it suspends the CronJob for good, then gives back every workload
 nsscaler holds, or the uninstall fails. It can take up to {{ SECONDS }} s (a run in progress, then
 TIERS restore tiers of {{ .Values.release.tierWait }} s each): Helm's default --timeout of 5m is too short, so run
-  helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }} --timeout {{ add 1 (div (SECONDS) 60) }}m
+  helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }} --wait --timeout {{ add 1 (div (SECONDS) 60) }}m
 {{- end }}
 """.replace("SECONDS", _RELEASE_SECONDS).replace("TIERS", str(MAX_TIER + 1))
-
-
-def chart_yaml() -> dict[str, Any]:
-    return {"apiVersion": "v2", "name": "nsscaler", "version": __version__, "appVersion": __version__,
-            "type": "application", "kubeVersion": ">=1.34.0-0",
-            "description": "Freeze namespace families to zero replicas and restore them exactly (a CronJob batch "
-                           "reconciler)"}
 
 
 def files() -> dict[str, str]:
     """Every file of the chart, by path under `charts/nsscaler`."""
     prod = build(PROD)
     cronjob = next(o for o in prod if o["kind"] == "CronJob")
-    tag = defaults(cronjob)["imageDefaultTag"]
+    tag = image_tag(cronjob)
     if tag != __version__:
         raise SystemExit(f"kustomize/overlays/prod pins the image tag {tag!r} but job.__version__ is {__version__!r}: "
                          f"one version for image, chart and package; set newTag in kustomize/overlays/prod")
+    if list(chart_values.COMPONENT_HELP) != list(COMPONENTS):
+        raise SystemExit("devtools/chart_values.py COMPONENT_HELP must say what each of COMPONENTS adds, in its order")
     components = {key: component_objects(folder, prod) for key, folder in COMPONENTS.items()}
-    out = {"Chart.yaml": _HEADER + yaml.safe_dump(chart_yaml(), sort_keys=False),
-           "values.yaml": _HEADER + yaml.safe_dump(values(cronjob), sort_keys=False),
-           "values.schema.json": json.dumps(schema(COMPONENTS), indent=2) + "\n",
+    entries = chart_values.value_entries(prod, components)
+    values_yaml = chart_values.render(entries, _HEADER)
+    found_schema = schema(COMPONENTS)
+    unchecked = [path for path, _, _ in entries if not _in_schema(found_schema, path)]
+    if unchecked:
+        raise SystemExit(f"values without a schema in devtools/chart_schema.py: {', '.join(unchecked)}")
+    out = {"Chart.yaml": _HEADER + yaml.safe_dump(chart_values.chart_yaml(), sort_keys=False),
+           "values.yaml": values_yaml,
+           "values.schema.json": json.dumps(found_schema, indent=2) + "\n",
+           "README.md": chart_values.readme(values_yaml, chart_values.chart_yaml()),
            "templates/_helpers.tpl": _HELPERS, "templates/NOTES.txt": _NOTES}
     out.update({f"templates/{name}": _HEADER + body for name, body in templates(prod, components).items()})
     return out
+
+
+def _in_schema(found: dict[str, Any], path: str) -> bool:
+    node = found
+    for part in path.split("."):
+        node = node.get("properties", {}).get(part)
+        if node is None:
+            return False
+    return True
 
 
 def write(found: dict[str, str]) -> None:

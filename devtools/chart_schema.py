@@ -34,19 +34,88 @@ def _env() -> dict[str, Any]:
         "type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}}}
 
 
+NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+LABEL_VALUE = {"type": "string", "maxLength": 63, "pattern": r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}
+
+
+def _labels(description: str) -> dict[str, Any]:
+    return {"type": "object", "description": description, "additionalProperties": LABEL_VALUE}
+
+
+def _security_context(description: str) -> dict[str, Any]:
+    """A security context: any field Kubernetes has; the user and group may be null (OpenShift assigns them)."""
+    ids = {"type": ["integer", "null"], "minimum": 0}
+    return {"type": "object", "description": description, "properties": {
+        "runAsUser": ids, "runAsGroup": ids, "fsGroup": ids, "runAsNonRoot": {"type": ["boolean", "null"]},
+        "readOnlyRootFilesystem": {"type": ["boolean", "null"]},
+        "allowPrivilegeEscalation": {"type": ["boolean", "null"]}}}
+
+
+def _count(description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 0, "description": description}
+
+
+def _metrics(description: str) -> dict[str, Any]:
+    return _switch(description, prometheusRule={
+        "type": "object", "additionalProperties": False, "properties": {
+            "namespace": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", "maxLength": 63},
+            "labels": _labels("labels your Prometheus' ruleSelector asks for")}},
+        kubeStateMetrics={"type": "object", "additionalProperties": False, "properties": {
+            "namespace": {"type": "string", "pattern": NAME, "maxLength": 63},
+            "serviceAccount": {"type": "string", "pattern": NAME, "maxLength": 253}}},
+        noRecentRunSeconds=_count("seconds without a run before NSScalerNoRecentRun; 0: three schedule gaps"),
+        runbookBaseUrl={"type": "string", "pattern": r"^https?://\S+$"},
+        runbookSuffix={"type": "string", "pattern": r"^\S*$"})
+
+
+def _waker(description: str) -> dict[str, Any]:
+    return _switch(description, replicas={"type": "integer", "minimum": 1}, resources=_resources(),
+                   nodeSelector={"type": "object", "additionalProperties": {"type": "string"}},
+                   tolerations={"type": "array", "items": {"type": "object"}},
+                   affinity=_object_of("the waker Pods' affinity"),
+                   gatewayNamespaceLabels=_labels("labels of the namespaces whose Pods may reach the waker; "
+                                                  "empty: nsscaler.wubw.fun/gateway=true"),
+                   podMonitor={"type": "object", "additionalProperties": False, "required": ["enabled"],
+                               "properties": {"enabled": {"type": "boolean"},
+                                              "labels": _labels("labels your podMonitorSelector asks for"),
+                                              "interval": {"type": "string", "pattern": r"^([0-9]+(ms|s|m|h))*$"}}})
+
+
 def schema(components: Mapping[str, Path]) -> dict[str, Any]:
     """`components`: each switch of a kustomize component the chart offers, and its folder."""
-    switches = {key: _switch(f"the {folder.name} component of kustomize/components (its objects)")
+    special = {"metrics": _metrics, "waker": _waker}
+    switches = {key: special.get(key, _switch)(f"the {folder.name} component of kustomize/components (its objects)")
                 for key, folder in components.items()}
     return {
         "$schema": "https://json-schema.org/draft-07/schema#",
         "type": "object", "additionalProperties": False,
         "properties": {
             "namespace": {"type": "object", "additionalProperties": False, "properties": {
-                "name": {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
-                "create": {"type": "boolean"}}},
+                "name": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", "maxLength": 63,
+                         "description": "another namespace for the chart's objects; empty: the release's"},
+                "create": {"type": "boolean",
+                           "description": "create namespace.name (never the release's namespace)"}}},
+            "nameOverride": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", "maxLength": 40,
+                             "description": "the cluster-wide objects and the ServiceAccount: <release>-<this>"},
+            "fullnameOverride": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+                                 "maxLength": 63, "description": "their name, whole"},
+            "commonLabels": _labels("labels added to every object"),
+            "serviceAccount": {"type": "object", "additionalProperties": False, "properties": {
+                "create": {"type": "boolean"},
+                "name": {"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$", "maxLength": 253,
+                         "description": "the runs' ServiceAccount; empty: nsscaler"},
+                "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            "successfulJobsHistoryLimit": _count("finished Jobs of successful runs kept"),
+            "failedJobsHistoryLimit": _count("finished Jobs of failed runs kept"),
+            "startingDeadlineSeconds": _count("seconds after its time a run may still start"),
+            "backoffLimit": _count("retries of a failed run's Pod"),
+            "ttlSecondsAfterFinished": _count("seconds a finished Job is kept"),
+            "podSecurityContext": _security_context("the Pod security context of the job's and the waker's Pods"),
+            "securityContext": _security_context("the security context of their containers"),
             "image": {"type": "object", "additionalProperties": False, "properties": {
-                "repository": {"type": "string", "minLength": 1, "pattern": r"^[^\s:@]+(:[0-9]+)?(/[^\s:@]+)*$"},
+                "repository": {"type": "string", "pattern": r"^([^\s:@]+(:[0-9]+)?(/[^\s:@]+)*)?$",
+                               "description": "required: the image without tag (empty fails the install, naming "
+                                              "this value)"},
                 "tag": {"type": "string", "pattern": r"^([\w][\w.-]{0,127})?$"},
                 "digest": {"type": "string", "pattern": r"^(sha256:[a-f0-9]{64})?$"},
                 "pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
@@ -63,7 +132,9 @@ def schema(components: Mapping[str, Path]) -> dict[str, Any]:
             "topologySpreadConstraints": {"type": "array", "items": {"type": "object"}},
             "podLabels": {"type": "object", "additionalProperties": {"type": "string"}},
             "podAnnotations": {"type": "object", "additionalProperties": {"type": "string"}},
-            "priorityClass": _switch("the PriorityClass nsscaler, and the CronJob's priorityClassName"),
+            "priorityClass": _switch("the PriorityClass nsscaler, and the CronJob's priorityClassName",
+                                     existingName={"type": "string", "pattern": r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$",
+                                                   "description": "an existing PriorityClass to use instead"}),
             "flowSchema": _switch("the FlowSchema and PriorityLevelConfiguration nsscaler"),
             "wake": _switch("the Wake CRD, its admission policies and its RBAC"),
             **switches,

@@ -208,7 +208,8 @@ def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, n
     """The hold marks to write (`job.decide.hold`); none in a dry run, which writes nothing. They are written
     before anything else of the run: a Wake's namespace opens to its people first."""
     return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now, hosts=hosts,
-                                                  account=hold.account_of(settings.own_namespace),
+                                                  account=hold.account_of(settings.own_namespace,
+                                                                          settings.own_service_account),
                                                   opted_out=hold.excluded(snapshot.workloads))
 
 

@@ -48,7 +48,8 @@ from job.model.workloads import Namespace, Workload
 #: how long the wake a refusal suggests lasts, unless the policy allows less
 SUGGESTED_WAKE = dt.timedelta(hours=1)
 OFF = "off"
-#: the name of nsscaler's ServiceAccount, in whichever namespace it is installed
+#: the name of nsscaler's ServiceAccount by default, in whichever namespace it is installed (the chart may name
+#: another: the CronJob then says which, NSSCALER_OWN_SERVICE_ACCOUNT)
 ACCOUNT = "nsscaler"
 
 
@@ -158,10 +159,10 @@ def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetim
     return tuple(sorted(pairs.items()))
 
 
-def account_of(own_namespace: str | None) -> str:
-    """The user name of nsscaler's ServiceAccount in `own_namespace` ("" for a run outside the cluster: then no
-    account is let by, and a run as a cluster admin passes as every cluster admin does)."""
-    return f"system:serviceaccount:{own_namespace}:{ACCOUNT}" if own_namespace else ""
+def account_of(own_namespace: str | None, name: str = ACCOUNT) -> str:
+    """The user name of nsscaler's ServiceAccount `name` in `own_namespace` ("" for a run outside the cluster: then
+    no account is let by, and a run as a cluster admin passes as every cluster admin does)."""
+    return f"system:serviceaccount:{own_namespace}:{name}" if own_namespace else ""
 
 
 def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: dt.datetime | None,

@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from job import __version__
 from job.decide import budget, figures
 from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
@@ -116,6 +117,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "done": outcome.done,
         "observedGeneration": outcome.generation,
         "lastRunTime": utc_stamp(now),
+        "version": __version__,
         "dryRun": outcome.dry_run,
         "holding": outcome.holding,
         "nextChange": utc_stamp(next_change) if next_change else None,  # null removes it (merge patch)

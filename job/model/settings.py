@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     own_namespace: str | None = Field(
         default=None, description="namespace the job runs in (never touched; the CronJob sets it from the "
                                   "downward API; in a pod it defaults to the ServiceAccount's namespace)")
+    own_service_account: str = Field(
+        default="nsscaler", min_length=1, max_length=253,
+        description="the ServiceAccount the job runs as, whose user its hold marks let by (the CronJob sets it "
+                    "from the downward API)")
     pod_name: str | None = Field(
         default=None, description="the Pod the run runs in, which the run Lease names (the CronJob sets it from the "
                                   "downward API; default: the host's name)")

@@ -66,7 +66,8 @@ def sa_kubeconfig(control_plane, installed, tmp_path_factory) -> Path:
 
 
 #: what the downward API gives the CronJob's container; no Pod of that name exists, as for a run whose Pod is gone
-DOWNWARD = {"metadata.namespace": NAMESPACE, "metadata.name": "nsscaler-e2e-run", "metadata.uid": "e2e-run-uid"}
+DOWNWARD = {"metadata.namespace": NAMESPACE, "metadata.name": "nsscaler-e2e-run", "metadata.uid": "e2e-run-uid",
+            "spec.serviceAccountName": "nsscaler"}
 
 
 def run_as_cronjob(kubeconfig: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,10 @@ from tests.integration.test_release import EVERY_KIND, family, make_every_kind, 
 
 CHART = ROOT / "charts" / "nsscaler"
 NAMESPACE = "nsscaler"
-RELEASE = "nsscaler"
+#: the release is named as a user names it, and recorded in its own namespace (`-n nsscaler --create-namespace`)
+RELEASE = "nss"
+#: the one value every install must give: the chart has no default image
+IMAGE = "registry.example.com/platform/nsscaler"
 CRDS = ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun")
 KEEP = "helm.sh/resource-policy"
 
@@ -73,14 +78,17 @@ def run(helm: str, *args: str, kubeconfig: Path | None = None, check: bool = Tru
     return result
 
 
-def values_file(tmp_path: Path, values: dict[str, Any]) -> str:
+def values_file(tmp_path: Path, values: dict[str, Any], *, image: bool = True) -> str:
+    """The values as a file, with the image repository every install needs unless `image` is false."""
+    if image:
+        values = {**values, "image": {"repository": IMAGE, **values.get("image", {})}}
     path = tmp_path / f"values-{len(list(tmp_path.iterdir()))}.yaml"
     path.write_text(yaml.safe_dump(values))
     return str(path)
 
 
 def template(helm: str, tmp_path: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    out = run(helm, "template", RELEASE, str(CHART), "-f", values_file(tmp_path, values or {})).stdout
+    out = run(helm, "template", RELEASE, str(CHART), "-n", NAMESPACE, "-f", values_file(tmp_path, values or {})).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 
 
@@ -110,13 +118,15 @@ def test_the_chart_is_what_make_chart_generates_from_kustomize():
 
 
 def test_helm_lint_strict_passes(helm):
-    out = run(helm, "lint", "--strict", str(CHART))
+    out = run(helm, "lint", "--strict", str(CHART), "--set", f"image.repository={IMAGE}")
     assert "0 chart(s) failed" in out.stdout + out.stderr
 
 
 def test_default_values_render_exactly_the_prod_overlay_object_by_object(helm, tmp_path):
+    """Given prod's image and installed in `nsscaler`, the chart is prod but for the Namespace, which
+    `--create-namespace` makes."""
     rendered = [without_keep(o) for o in template(helm, tmp_path) if not is_hook(o)]
-    prod = chart.build(chart.PROD)
+    prod = [o for o in chart.build(chart.PROD) if o["kind"] != "Namespace"]
     assert sorted(map(key, rendered)) == sorted(map(key, prod))
     by_key = {key(o): o for o in rendered}
     for o in prod:
@@ -148,6 +158,11 @@ def test_one_version_for_chart_image_and_package(helm, tmp_path):
     pytest.param({"priorityClass": {"enabled": "yes"}}, "priorityClass", id="switch-not-boolean"),
     pytest.param({"tolerations": {"key": "x"}}, "tolerations", id="tolerations-not-a-list"),
     pytest.param({"replicas": 3}, "replicas", id="unknown-value"),
+    pytest.param({"podSecurityContext": {"runAsUser": -1}}, "runAsUser", id="negative-user"),
+    pytest.param({"commonLabels": {"team": "a b"}}, "commonLabels", id="label-value-with-a-space"),
+    pytest.param({"waker": {"enabled": True, "replicas": 0}}, "replicas", id="no-waker-replica"),
+    pytest.param({"serviceAccount": {"name": "Nsscaler"}}, "serviceAccount", id="service-account-not-a-name"),
+    pytest.param({"metrics": {"enabled": True, "runbookBaseUrl": "runbooks"}}, "runbookBaseUrl", id="runbook-url"),
 ])
 def test_a_wrong_value_fails_helm_install_with_the_schemas_message(helm, plane, tmp_path, values, words):
     result = run(helm, "install", RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, values),
@@ -174,6 +189,31 @@ POD_SETTINGS = {
     "podLabels": {"team": "platform"}, "podAnnotations": {"example.com/owner": "platform"},
     "dryRun": True, "extraArgs": ["--max-freeze=500"], "extraEnv": [{"name": "NSSCALER_LOG_LEVEL", "value": "debug"}],
 }
+#: what a platform team sets on day one: every value besides the Pod settings above, none at its default
+PLATFORM = {
+    "commonLabels": {"team": "platform", "cost-center": "c42"},
+    "serviceAccount": {"create": True, "name": "platform-nsscaler", "annotations": {"example.com/role": "reader"}},
+    "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 5, "startingDeadlineSeconds": 120,
+    "backoffLimit": 0, "ttlSecondsAfterFinished": 3600,
+    "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": 2000},
+    "securityContext": {"readOnlyRootFilesystem": True, "runAsNonRoot": True},
+    "priorityClass": {"enabled": True, "existingName": "platform-batch"},
+    "schedule": "@hourly",
+    "metrics": {"enabled": True, "prometheusRule": {"namespace": "monitoring", "labels": {
+        "release": "kube-prometheus-stack"}}, "kubeStateMetrics": {
+        "namespace": "monitoring", "serviceAccount": "kps-kube-state-metrics"},
+        "runbookBaseUrl": "https://runbooks.example.com/nsscaler/", "runbookSuffix": ".html"},
+    "waker": {"enabled": True, "replicas": 3, "resources": {"requests": {"cpu": "30m", "memory": "70Mi"}},
+              "nodeSelector": {"pool": "edge"},
+              "tolerations": [{"key": "edge", "operator": "Exists", "effect": "NoSchedule"}],
+              "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                  "weight": 1, "preference": {"matchExpressions": [{"key": "pool", "operator": "In",
+                                                                     "values": ["edge"]}]}}]}},
+              "gatewayNamespaceLabels": {"kubernetes.io/metadata.name": "traefik"},
+              "podMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}, "interval": "30s"}},
+}
+#: kinds of the Prometheus Operator, whose CRDs this cluster has not: checked for their kind and group only
+PROMETHEUS_OPERATOR = ("PrometheusRule", "PodMonitor")
 MATRIX = [
     pytest.param({}, id="defaults"),
     pytest.param(POD_SETTINGS, id="every-pod-setting"),
@@ -184,6 +224,7 @@ MATRIX = [
     pytest.param({"operatorKinds": {"enabled": True}}, id="operator-kinds"),
     pytest.param({"waker": {"enabled": True}}, id="waker"),
     pytest.param({"namespace": {"name": "platform-nsscaler", "create": True}}, id="other-namespace"),
+    pytest.param(PLATFORM, id="platform-values"),
 ]
 
 
@@ -202,13 +243,17 @@ def test_every_rendering_is_accepted_by_the_api_server(helm, plane, plane_api, t
     with `--dry-run=server`. The PrometheusRule needs the Prometheus Operator's CRD, which this cluster has not:
     it is checked for its kind only."""
     docs = template(helm, tmp_path, values)
-    rules = [o for o in docs if o["kind"] == "PrometheusRule"]
+    rules = [o for o in docs if o["kind"] in PROMETHEUS_OPERATOR]
     assert all(o["apiVersion"] == "monitoring.coreos.com/v1" for o in rules)
+    for name in {NAMESPACE, *(o["metadata"].get("namespace") for o in docs)} - {None, "kube-system"}:
+        if not plane_api.exists("Namespace", name) and name not in [o["metadata"]["name"] for o in docs
+                                                                     if o["kind"] == "Namespace"]:
+            plane_api.create(builders.namespace(name))  # what --create-namespace (or the user) makes
     namespaces = [o for o in docs if o["kind"] == "Namespace"]
     for o in namespaces:
         plane_api.create(o)
     try:
-        server_dry_run(plane, [o for o in docs if o["kind"] not in ("PrometheusRule", "Namespace")], tmp_path)
+        server_dry_run(plane, [o for o in docs if o["kind"] not in (*PROMETHEUS_OPERATOR, "Namespace")], tmp_path)
     finally:
         for o in namespaces:  # the install tests below install the namespace themselves
             plane_api.delete("Namespace", o["metadata"]["name"])
@@ -230,35 +275,68 @@ def test_every_rendering_is_accepted_by_the_api_server(helm, plane, plane_api, t
         assert spec["imagePullSecrets"] == [{"name": "regcred"}]
 
 
+def test_without_an_image_repository_the_install_fails_naming_the_value(helm, plane, tmp_path):
+    result = run(helm, "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace",
+                 "-f", values_file(tmp_path, {}, image=False), kubeconfig=plane.admin_kubeconfig, check=False)
+    assert result.returncode != 0
+    assert "image.repository is required: set it to your nsscaler image" in result.stderr, result.stderr
+    assert run(helm, "list", "-n", NAMESPACE, "-q", kubeconfig=plane.admin_kubeconfig).stdout.strip() == ""
+
+
 # -- a whole life: install, run, upgrade while frozen, uninstall ----------------------------------------------------
 
 def run_pod_command(plane: controlplane.ControlPlane, pod_spec: dict[str, Any], namespace: str,
-                    tmp_path: Path, *, wheel: Path | None = None) -> subprocess.CompletedProcess[str]:
+                    tmp_path: Path, *, wheel: Path | None = None,
+                    uid: int | None = None) -> subprocess.CompletedProcess[str]:
     """The Pod's container as its image would run it (`nsscaler` and the args), its environment, and its
     ServiceAccount's real token. With `wheel`, the `nsscaler` of that wheel (a kept release's: a pure wheel is
-    importable as it is, ahead of the working tree's package), run from a folder outside the working tree."""
+    importable as it is, ahead of the working tree's package), run from a folder outside the working tree. With
+    `uid`, as that user in group 0, as OpenShift runs a Pod that names no user (from a folder that user may read:
+    the token and the cluster's CA copied there)."""
     (container,) = pod_spec["containers"]
+    if uid is not None:
+        tmp_path = Path(tempfile.mkdtemp(prefix="nsscaler-uid-"))
+        tmp_path.chmod(0o755)
     kubeconfig = plane.service_account_kubeconfig(tmp_path / "sa.kubeconfig", namespace, pod_spec["serviceAccountName"])
+    if uid is not None:
+        doc = yaml.safe_load(kubeconfig.read_text())
+        doc["clusters"][0]["cluster"]["certificate-authority"] = str(shutil.copy(plane.ca_cert, tmp_path / "ca.crt"))
+        kubeconfig.write_text(yaml.safe_dump(doc))
+        for readable in (kubeconfig, tmp_path / "ca.crt"):
+            readable.chmod(0o644)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("NSSCALER_") and k not in ("KUBECONFIG", "PYTHONPATH")}
-    for item in container.get("env", []):
-        env[item["name"]] = namespace if "valueFrom" in item else item["value"]
+    for item in container.get("env", []):  # the downward API: the Pod's account, else its namespace as any name
+        field = item.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        env[item["name"]] = (pod_spec["serviceAccountName"] if field == "spec.serviceAccountName"
+                             else namespace if "valueFrom" in item else item["value"])
     env["NSSCALER_KUBECONFIG"] = str(kubeconfig)
     program = [str(Path(sys.executable).parent / "nsscaler")]
     if wheel is not None:
         env["PYTHONPATH"] = str(wheel)
         program = [sys.executable, "-m", "job"]
-    return subprocess.run([*program, *container.get("args", [])], env=env, capture_output=True, text=True,
-                          timeout=600, check=False, cwd=tmp_path)
+    def as_user() -> None:
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(0)
+            os.setuid(uid)
+    if uid is not None:
+        env["HOME"] = str(tmp_path)
+    try:
+        return subprocess.run([*program, *container.get("args", [])], env=env, capture_output=True, text=True,
+                              timeout=600, check=False, cwd=tmp_path, preexec_fn=as_user if uid is not None else None)
+    finally:
+        if uid is not None:
+            shutil.rmtree(tmp_path)
 
 
 def run_cronjob(plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path, name: str, *,
-                wheel: Path | None = None) -> subprocess.CompletedProcess[str]:
+                wheel: Path | None = None, uid: int | None = None) -> subprocess.CompletedProcess[str]:
     """`kubectl create job --from=cronjob/nsscaler`, and its Pod's command run (by `wheel`'s nsscaler, if given)."""
     subprocess.run([kubectl(), "--kubeconfig", str(plane.admin_kubeconfig), "-n", NAMESPACE, "create", "job",
                     "--from=cronjob/nsscaler", name], check=True, capture_output=True)
     job = api.get("Job", name, NAMESPACE)
-    done = run_pod_command(plane, job["spec"]["template"]["spec"], NAMESPACE, tmp_path, wheel=wheel)
+    done = run_pod_command(plane, job["spec"]["template"]["spec"], NAMESPACE, tmp_path, wheel=wheel, uid=uid)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -273,11 +351,13 @@ def kubelet_ends(api: AdminApi, pod: dict[str, Any], code: int) -> None:
                                                                else "Error"}}}]}}, namespace=NAMESPACE, sub="status")
 
 
-def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path) -> tuple[
+def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path, *,
+              release_namespace: str = NAMESPACE) -> tuple[
         subprocess.CompletedProcess[str], list[subprocess.CompletedProcess[str]]]:
-    """`helm uninstall`, while each Pod of its release hook Job runs as a kubelet would run it."""
+    """`helm uninstall --wait`, while each Pod of its release hook Job runs as a kubelet would run it."""
     env = {**helm_env(), "KUBECONFIG": str(plane.admin_kubeconfig)}
-    proc = subprocess.Popen([helm, "uninstall", RELEASE, "-n", "default", "--timeout", "10m"], env=env,
+    proc = subprocess.Popen([helm, "uninstall", RELEASE, "-n", release_namespace, "--wait", "--timeout", "10m"],
+                            env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs: list[subprocess.CompletedProcess[str]] = []
     handled: set[str] = set()
@@ -300,30 +380,39 @@ def uninstall(helm: str, plane: controlplane.ControlPlane, api: AdminApi, tmp_pa
 
 
 def clear_recreated_role(api: AdminApi) -> None:
-    """What docs/operating/uninstall.md tells a user to do after an uninstall. The controller manager's
-    clusterrole-aggregation controller keeps the aggregated `ClusterRole nsscaler` up to date (our reading of it); when
-    such a write lands just after the uninstall deleted the role (the deletion of the roles it aggregates queues
-    one), it creates the role again, with none of the labels of an install, and a later `helm install`
-    refuses to adopt it. Seen here about one uninstall in two under load. Only that role is removed, and only when
-    it carries no label or annotation at all (nothing of an install's)."""
+    """What docs/operating/uninstall.md tells a user to do before installing another release. The chart keeps the
+    aggregated `ClusterRole nsscaler` on uninstall (the clusterrole-aggregation controller writes it by server-side
+    apply, which created it again when its write landed just after helm deleted it, about one uninstall in two here
+    under load, and `helm uninstall --wait` then waited for ever). Kept, it is emptied with the roles it gathers; the
+    same release takes it back on its next install, another release would refuse to adopt it. Removed only when no
+    binding refers to it and it grants nothing."""
     def gone() -> bool:
         return not api.exists("ClusterRole", "nsscaler")
-    with contextlib.suppress(AssertionError):
-        wait_until(gone, timeout=10, what="the ClusterRole to go")
-    if gone():
+    if gone() or [b for b in api.list("ClusterRoleBinding") if b["roleRef"]["name"] == "nsscaler"]:
         return
-    meta = api.get("ClusterRole", "nsscaler")["metadata"]
-    assert not meta.get("labels") and not meta.get("annotations"), meta  # not an installed one: nothing of helm's
+    wait_until(lambda: not api.get("ClusterRole", "nsscaler").get("rules"), what="the kept ClusterRole emptied")
     api.delete("ClusterRole", "nsscaler")
-    wait_until(gone, what="the re-created ClusterRole to go")
+    wait_until(gone, what="the kept ClusterRole to go")
 
 
 def install(helm: str, plane: controlplane.ControlPlane, tmp_path: Path, values: dict[str, Any],
             verb: str = "install") -> None:
+    """The usual line: the release and the chart's objects in `nsscaler`, which helm creates if need be."""
     if verb == "install":
         clear_recreated_role(AdminApi(plane))
-    run(helm, verb, RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, values),
-        kubeconfig=plane.admin_kubeconfig)
+    run(helm, verb, RELEASE, str(CHART), "-n", NAMESPACE, *(["--create-namespace"] if verb == "install" else []),
+        "-f", values_file(tmp_path, values), kubeconfig=plane.admin_kubeconfig)
+
+
+def nothing_installed_left(helm: str, plane: controlplane.ControlPlane, api: AdminApi) -> None:
+    """The release and its namespaced objects are gone; the namespace helm created stays, as helm leaves it."""
+    assert run(helm, "list", "-n", NAMESPACE, "-q", kubeconfig=plane.admin_kubeconfig).stdout.strip() == ""
+    for kind, name in (("CronJob", "nsscaler"), ("ServiceAccount", "nsscaler"), ("Role", "nsscaler-run-lease"),
+                       ("Job", "nsscaler-release")):
+        assert not api.exists(kind, name, NAMESPACE), (kind, name)
+    assert not api.exists("ClusterRoleBinding", "nsscaler")
+    if api.exists("ClusterRole", "nsscaler"):  # kept, and so never waited for: emptied, it grants nothing
+        wait_until(lambda: not api.get("ClusterRole", "nsscaler").get("rules"), what="the kept ClusterRole emptied")
 
 
 def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(helm, plane, plane_api, tmp_path):
@@ -365,7 +454,7 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     assert marks_left(api, prefix) == []
     assert all(api.exists("CustomResourceDefinition", name) for name in CRDS), "CRDs are kept by default"
     assert not api.exists("CronJob", "nsscaler", NAMESPACE)
-    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+    nothing_installed_left(helm, plane, api)
 
     # installed again, asked not to keep its CRDs: the uninstall removes them (and every NSScaler with them)
     install(helm, plane, tmp_path, {"crds": {"install": True, "keep": False}})
@@ -373,7 +462,7 @@ def test_install_run_upgrade_while_frozen_and_uninstall_gives_everything_back(he
     assert result.returncode == 0, result.stderr
     wait_until(lambda: not any(api.exists("CustomResourceDefinition", name) for name in CRDS),
                what="the CRDs to be removed")
-    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+    nothing_installed_left(helm, plane, api)
 
 
 def documented_release_in_the_cluster() -> str:
@@ -392,7 +481,7 @@ def test_a_release_in_the_cluster_stops_every_later_run_and_the_uninstall_then_f
     api, prefix = plane_api, "after-"
     install(helm, plane, tmp_path, {})
     wait_until(api.crd_established, what="the chart's CRD")
-    notes = run(helm, "get", "notes", RELEASE, "-n", "default", kubeconfig=plane.admin_kubeconfig).stdout
+    notes = run(helm, "get", "notes", RELEASE, "-n", NAMESPACE, kubeconfig=plane.admin_kubeconfig).stdout
     assert "up to 540 s" in notes and "--timeout 10m" in notes, notes
     ns = f"{prefix}v1"
     for n in (ns, f"{prefix}v2"):
@@ -426,7 +515,59 @@ def test_a_release_in_the_cluster_stops_every_later_run_and_the_uninstall_then_f
     assert result.returncode == 0, result.stderr
     assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
     assert api.replicas("Deployment", ns, "web") == 3
-    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+    nothing_installed_left(helm, plane, api)
+
+
+#: OpenShift's restricted SCC: no user or group named (it assigns one from the namespace's range), a read-only root
+#: filesystem; and the platform's own name for the cluster-wide objects and the ServiceAccount, which every binding
+#: and policy about the runs must follow
+OPENSHIFT = {"podSecurityContext": {"runAsUser": None, "runAsGroup": None},
+             "securityContext": {"readOnlyRootFilesystem": True}, "fullnameOverride": "platform-nsscaler"}
+#: a user from the range OpenShift assigns, in group 0 as OpenShift runs it (as root the test runs as this user;
+#: otherwise as the test's own user, just as arbitrary)
+ARBITRARY_UID = 1000680000
+
+
+def test_an_openshift_style_install_freezes_and_restores(helm, plane, plane_api, tmp_path):
+    """The runs of an install that names no user, under its renamed ServiceAccount and ClusterRoles, as an arbitrary
+    user: a freeze and a restore; the admission policy that limits a run's writes still applies to that account;
+    and the uninstall gives everything back."""
+    api, prefix = plane_api, "shift-"
+    install(helm, plane, tmp_path, OPENSHIFT)
+    wait_until(api.crd_established, what="the chart's CRD")
+    pod = api.get("CronJob", "nsscaler", NAMESPACE)["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert not {"runAsUser", "runAsGroup"} & set(pod["securityContext"]), pod["securityContext"]
+    assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["serviceAccountName"] == "platform-nsscaler"
+    ns = f"{prefix}v1"
+    for n in (ns, f"{prefix}v2"):
+        api.create(builders.namespace(n))
+    api.create(builders.deployment(ns, "web", 3))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"]))
+    uid = ARBITRARY_UID if os.geteuid() == 0 else None
+    run_cronjob(plane, api, tmp_path, "shift-1", uid=uid)
+    assert api.replicas("Deployment", ns, "web") == 0
+
+    # the renamed account is still nsscaler's to the admission policy: a write no run makes is refused
+    account = plane.service_account_kubeconfig(tmp_path / "platform.kubeconfig", NAMESPACE, "platform-nsscaler")
+    refused = subprocess.run([kubectl(), "--kubeconfig", str(account), "-n", ns, "annotate", "deployment", "web",
+                              "example.com/not-nsscalers=1"], capture_output=True, text=True, check=False)
+    assert refused.returncode != 0 and "nsscaler may change only spec.replicas" in refused.stderr, refused.stderr
+
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
+    run_cronjob(plane, api, tmp_path, "shift-2", uid=uid)
+    assert api.replicas("Deployment", ns, "web") == 3
+
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v2"]}})
+    run_cronjob(plane, api, tmp_path, "shift-3", uid=uid)
+    assert api.replicas("Deployment", ns, "web") == 0
+    result, runs = uninstall(helm, plane, api, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
+    assert api.replicas("Deployment", ns, "web") == 3
+    nothing_installed_left(helm, plane, api)
+    assert not api.exists("ServiceAccount", "platform-nsscaler", NAMESPACE)
+    assert not api.exists("ClusterRoleBinding", "platform-nsscaler")
 
 
 def test_an_uninstall_whose_release_cannot_finish_fails_loudly_and_removes_nothing(helm, plane, plane_api, tmp_path):

@@ -9,6 +9,7 @@ import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
+from job import __version__
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_ORIGINAL_REPLICAS,
@@ -102,6 +103,7 @@ def test_family_freeze_switch_and_delete_restore_exact_counts(api: AdminApi, run
     assert sizes(api, prefix) == expected({"v4"})
     assert record(api.get("Deployment", "d-web", prefix + "v4")) == {}
     assert api.status(name)["observedGeneration"] == 2
+    assert api.status(name)["version"] == __version__, "the status names the version whose run wrote it"
 
     api.delete("NSScaler", name)
     with one_write_each(api, prefix, ran):

@@ -39,6 +39,10 @@ from tests.integration.test_release import EVERY_KIND, family, make_every_kind, 
 
 pytestmark = pytest.mark.versions
 
+#: the values that keep an install of 0.1.0 where it is: its objects in the namespace nsscaler,
+#: which the chart made (and removes on uninstall), the release recorded in `default`
+UPGRADED_FROM_DEFAULT = {"namespace": {"name": NAMESPACE, "create": True}}
+
 
 @pytest.fixture(scope="module")
 def helm() -> str:
@@ -118,7 +122,8 @@ def test_an_upgrade_from_a_kept_release_restores_what_that_release_froze(helm, p
     assert all(records.values()) and len(records) == len(before), records
 
     # the upgrade changes the installed objects only: the records stay on the workloads, as the old release wrote
-    run(helm, "upgrade", RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, {}),
+    # 0.1.0 recorded itself in `default` and made the namespace nsscaler: the upgrade says so
+    run(helm, "upgrade", RELEASE, str(CHART), "-n", "default", "-f", values_file(tmp_path, UPGRADED_FROM_DEFAULT),
         kubeconfig=plane.admin_kubeconfig)
     assert charts_installed(helm, plane) == [f"nsscaler-{version}", f"nsscaler-{__version__}"]
     image = api.get("CronJob", "nsscaler", NAMESPACE)["spec"]["jobTemplate"]["spec"]["template"]["spec"][
@@ -136,7 +141,7 @@ def test_an_upgrade_from_a_kept_release_restores_what_that_release_froze(helm, p
         k: v for k, v in frozen.items() if k[1].startswith(f"{prefix}b-")}
 
     # the new chart's uninstall gives back the rest, from the old release's records
-    result, runs = uninstall(helm, plane, api, tmp_path)
+    result, runs = uninstall(helm, plane, api, tmp_path, release_namespace="default")
     assert result.returncode == 0, result.stderr
     assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
     assert family(api, prefix) == before
@@ -149,8 +154,15 @@ def test_the_working_chart_installs_with_the_waker_and_uninstalls_giving_everyth
     frozen Deployment back before it removes the CronJob and the waker."""
     api, prefix = AdminApi(plane), "waker-chart-"
     clear_recreated_role(api)
+    # the CRDs the upgraded release kept name it (`default`): what docs/operating/helm.md says to do before
+    # installing a release of another name or namespace
+    for name in ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun"):
+        if api.exists("CustomResourceDefinition", name):
+            api.patch("CustomResourceDefinition", name, {"metadata": {"annotations": {
+                "meta.helm.sh/release-name": RELEASE, "meta.helm.sh/release-namespace": NAMESPACE}}})
     waker_on = values_file(tmp_path, {"waker": {"enabled": True}})
-    run(helm, "install", RELEASE, str(CHART), "-n", "default", "-f", waker_on, kubeconfig=plane.admin_kubeconfig)
+    run(helm, "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "-f", waker_on,
+        kubeconfig=plane.admin_kubeconfig)
     wait_until(api.crd_established, what="the chart's CRD")
     for kind in ("Deployment", "Service", "ServiceAccount"):
         assert api.exists(kind, "nsscaler-waker", NAMESPACE), kind
@@ -167,6 +179,6 @@ def test_the_working_chart_installs_with_the_waker_and_uninstalls_giving_everyth
     assert result.returncode == 0, result.stderr
     assert [r.returncode for r in runs] == [0], [r.stderr for r in runs]
     assert api.replicas("Deployment", ns, "web") == 3
-    wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=120, what="the chart's namespace gone")
+    wait_until(lambda: not api.exists("Deployment", "nsscaler-waker", NAMESPACE), what="the waker gone")
     assert not api.exists("ClusterRole", "nsscaler-waker")
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+import tomllib
 import zipfile
 
 import pytest
 import yaml
 
 from devtools import release
-from job import __version__
+from job import REPOSITORY, __version__
+from tests.conftest import ROOT
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -85,3 +87,13 @@ def test_a_changelog_heading_is_read_as_version_and_date(text, expected):
 def test_keep_release_refuses_to_write_a_kept_release_again_or_an_undated_one(version, words):
     with pytest.raises(SystemExit, match=words):
         release.keep(version)
+
+
+def test_the_repository_is_written_once_and_every_face_of_the_project_names_it():
+    """job.REPOSITORY is the one place; pyproject's URLs, the README and the chart (generated from it) say the same."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["urls"]["Repository"] == REPOSITORY
+    assert all(url.startswith(REPOSITORY + "/") for name, url in project["urls"].items() if name != "Repository")
+    assert REPOSITORY in (ROOT / "README.md").read_text()
+    chart_meta = yaml.safe_load((ROOT / "charts" / "nsscaler" / "Chart.yaml").read_text())
+    assert chart_meta["home"] == REPOSITORY and chart_meta["sources"] == [REPOSITORY]
