@@ -42,17 +42,18 @@ RELEASE_JOB = "nsscaler-release"
 
 
 #: where helm records the release (`-n`): the install below is the one place that says how the chart is installed
-RELEASE_NAMESPACE = "default"
+#: the release lives in the namespace of its objects, made by `--create-namespace` (docs/operating/helm.md)
+RELEASE_NAMESPACE = NAMESPACE
 
 
 def install_chart(helm: str, plane: controlplane.ControlPlane, **values: str) -> None:
-    """The install as docs/operating/helm.md gives it: the release recorded in `RELEASE_NAMESPACE`, the chart's
-    objects in the namespace the chart creates. The image is the one the node holds, never pulled; the CronJob is
+    """The install as docs/operating/helm.md gives it: `-n nsscaler --create-namespace`, the release and the chart's
+    objects in that namespace. The image is the one the node holds, never pulled; the CronJob is
     suspended so that only the runs this test starts run."""
     repository, tag = images.project_image().rsplit(":", 1)
     settings = {"image.repository": repository, "image.tag": tag, "image.pullPolicy": "Never", "suspend": "true",
                 **values}
-    helm_run(helm, "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE,
+    helm_run(helm, "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace",
              *[arg for item in settings.items() for arg in ("--set", "=".join(item))],
              kubeconfig=plane.admin_kubeconfig)
 
@@ -64,7 +65,8 @@ def uninstall_chart(helm: str, plane: controlplane.ControlPlane, *more: str, che
 
 
 def nsscaler_installed(api: AdminApi) -> bool:
-    return api.exists("ClusterRole", "nsscaler")
+    """The chart's own cluster-wide grant (the aggregated ClusterRole `nsscaler` is kept on uninstall, empty)."""
+    return api.exists("ClusterRole", "nsscaler-base")
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +85,7 @@ def no_other_install(control_plane: controlplane.ControlPlane, api: AdminApi, he
     if helm_run(helm, "status", RELEASE, "-n", RELEASE_NAMESPACE, kubeconfig=control_plane.admin_kubeconfig,
                 check=False).returncode == 0:
         uninstall_chart(helm, control_plane, "--no-hooks", check=False)
+    api.delete("Namespace", NAMESPACE)  # made by --create-namespace: Helm leaves it, as it does for every chart
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=180, what=f"namespace {NAMESPACE} gone")
 
 
@@ -190,5 +193,5 @@ def test_the_chart_s_run_waker_and_release_hook_run_as_pods_on_the_node(
     back = {held: 3, woken: 1, live: 1}
     wait_until(lambda: {ns: running_pods(api, ns) for ns in back} == back, timeout=120,
                what=f"Pods Running again: {back}")
-    wait_until(lambda: not nsscaler_installed(api) and not api.exists("Namespace", NAMESPACE), timeout=180,
-               what=f"the chart's ClusterRole and namespace {NAMESPACE} gone")
+    wait_until(lambda: not nsscaler_installed(api) and not api.exists("CronJob", "nsscaler", NAMESPACE), timeout=180,
+               what=f"the chart's ClusterRole nsscaler-base and CronJob in {NAMESPACE} gone")
