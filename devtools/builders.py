@@ -47,6 +47,7 @@ _PATHS = {
     "Pooler": ("/apis/postgresql.cnpg.io/v1", "poolers", True),
     "postgresql": ("/apis/acid.zalan.do/v1", "postgresqls", True),
     "PerconaXtraDBCluster": ("/apis/pxc.percona.com/v1", "perconaxtradbclusters", True),
+    "RabbitmqCluster": ("/apis/rabbitmq.com/v1beta1", "rabbitmqclusters", True),
     "KafkaConnect": ("/apis/kafka.strimzi.io/v1", "kafkaconnects", True),
     "KafkaMirrorMaker2": ("/apis/kafka.strimzi.io/v1", "kafkamirrormaker2s", True),
     "KafkaBridge": ("/apis/kafka.strimzi.io/v1", "kafkabridges", True),

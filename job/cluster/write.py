@@ -50,7 +50,7 @@ def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Setting
         sent = _send_all(kube, sendable, settings=settings, again=again, stop_at=stop_at, holding=holding)
         done.update((id(w.action), r) for w, r in zip(sendable, sent, strict=True))
         results += sent
-        results += [ActionResult(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
+        results += [_logged(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
                     for w in blocked if w.held_back and w.after is not None]
     return results
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from job.model.kinds import BUILTIN, BUILTIN_NAMES, Kind, KindHandler, ReplicasHandler
+from job.model.kinds import BUILTIN, BUILTIN_NAMES, Kind, KindHandler, PausedBy, ReplicasHandler
 from job.model.kinds.field import FieldHandler
 from job.model.kinds.rows import Row, dotted
 
@@ -129,4 +129,15 @@ def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],
             unknown[kind] = found
         else:
             handlers[kind] = found
-    return Resolution(handlers, unknown)
+    return Resolution(_with_paused(handlers), unknown)
+
+
+def _with_paused(handlers: dict[Kind, KindHandler]) -> dict[Kind, KindHandler]:
+    """The StatefulSet handler extended with the operator kinds of this run's `pause` rows, whose objects are
+    paused before the StatefulSets they control are scaled (`PausedBy`). Unchanged without such a row."""
+    paused = frozenset(PausedBy(k, h.data_tier) for k, h in handlers.items()
+                       if isinstance(h, FieldHandler) and h.row is not None and h.row.freeze.method == "pause")
+    if paused:
+        owned = handlers[Kind.STATEFULSET]
+        handlers[Kind.STATEFULSET] = replace(owned, paused_by=owned.paused_by | paused)  # type: ignore[type-var]
+    return handlers

@@ -17,6 +17,7 @@ from devtools.builders import AdminApi, wait_until
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
 from tests import crds
 from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
+from tests.faults import FaultProxy
 
 pytestmark = pytest.mark.usefixtures("crd")
 #: one object per catalogue row frozen by a field or its replica count, as its CRD's schema accepts it, and where
@@ -220,3 +221,85 @@ def test_a_kind_added_as_a_row_in_data_only_is_frozen_and_given_back_and_a_broke
     assert run_job().exit_code == 1
     ready = {c["type"]: c for c in api.status(f"{prefix}p")["conditions"]}["Ready"]
     assert ready["reason"] == "InvalidSpec" and "has no /scale subresource" in ready["message"], ready
+
+
+RABBIT = "RabbitmqCluster.rabbitmq.com"
+PAUSE_LABEL = "rabbitmq.com/pauseReconciliation"
+
+
+def rabbit_with_its_statefulset(api: AdminApi, ns: str, name: str, replicas: int,
+                                labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A RabbitmqCluster and the StatefulSet its operator makes for it (`<name>-server`, the cluster its
+    controller owner). The RabbitMQ cluster operator does not run here (a Go program this suite does not build):
+    the StatefulSet is created as its operator creates it, which is all nsscaler reads of that contract."""
+    cluster = made(RABBIT, "rabbitmq.com/v1beta1", ns, name, {"replicas": replicas})
+    cluster["metadata"]["labels"] = dict(labels or {})
+    created = api.create(cluster)
+    owned = builders.statefulset(ns, f"{name}-server", replicas)
+    owned["metadata"]["ownerReferences"] = [{
+        "apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster", "name": name,
+        "uid": created["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    api.create(owned)
+    return created
+
+
+def patch_order(proxy_log: list[tuple[str, str, int]], ns: str) -> list[str]:
+    """The resources PATCHed in `ns`, in the order the API server answered them."""
+    return [path.split(f"/namespaces/{ns}/")[1].split("?")[0] for method, path, status in proxy_log
+            if method == "PATCH" and f"/namespaces/{ns}/" in path and status < 300]
+
+
+@pytest.mark.parametrize("before", [None, "false"], ids=["no-label", "label-false"])
+def test_a_rabbitmq_cluster_is_paused_before_its_statefulset_is_scaled_and_resumed_after_it_comes_back(
+        api, run_job, prefix, operator_crds, control_plane, admin_token, tmp_path, before):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    created = rabbit_with_its_statefulset(api, ns, "mq", 3, {"team": "data", **({PAUSE_LABEL: before} if before
+                                                                               else {})})
+    api.create(builders.statefulset(ns, "alone", 2))  # not the operator's: left to StatefulSet's own policy
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=[RABBIT]))
+    seen: list[tuple[str, str, int]] = []
+    with FaultProxy(control_plane, fraction=0.0, after_forward=lambda m, p, s: seen.append((m, p, s))) as proxy:
+        config = proxy.kubeconfig(tmp_path / "proxied", admin_token)
+        result = run_job(kubeconfig=config)
+        assert result.exit_code == 0, result.stderr
+        assert patch_order(seen, ns) == ["rabbitmqclusters/mq", "statefulsets/mq-server"], seen
+        cluster = api.get("RabbitmqCluster", "mq", ns)
+        assert cluster["metadata"]["labels"][PAUSE_LABEL] == "true"
+        assert ours(cluster) == {ANNOTATION_ORIGINAL_VALUE: f'"{before}"' if before else "null",
+                                 ANNOTATION_SCALED_BY: f"{prefix}p"}
+        assert cluster["spec"] == created["spec"], "paused by its label, never through its spec"
+        assert api.replicas("StatefulSet", ns, "mq-server") == 0
+        owned = api.get("StatefulSet", "mq-server", ns)
+        assert ours(owned).items() >= {ANNOTATION_ORIGINAL_REPLICAS: "3", ANNOTATION_SCALED_BY: f"{prefix}p"}.items()
+        assert api.replicas("StatefulSet", ns, "alone") == 2, "a StatefulSet no paused operator owns is not selected"
+
+        steady = run_job(kubeconfig=config)
+        assert steady.exit_code == 0 and api.get("RabbitmqCluster", "mq", ns)["metadata"]["resourceVersion"] == \
+            cluster["metadata"]["resourceVersion"], "a paused operator is left alone"
+
+        give_back(api, f"{prefix}p")
+        seen.clear()
+        assert run_job(kubeconfig=config).exit_code == 0
+        assert patch_order(seen, ns) == ["statefulsets/mq-server", "rabbitmqclusters/mq"], seen
+    back = api.get("RabbitmqCluster", "mq", ns)
+    assert back["metadata"]["labels"] == created["metadata"]["labels"], "its label given back exactly"
+    assert not ours(back)
+    assert api.replicas("StatefulSet", ns, "mq-server") == 3 and not ours(api.get("StatefulSet", "mq-server", ns))
+
+
+def test_a_statefulset_whose_operator_could_not_be_paused_is_left_running(
+        api, run_job, prefix, operator_crds, control_plane, admin_token, tmp_path):
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    rabbit_with_its_statefulset(api, ns, "mq", 2)
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=[RABBIT]))
+
+    def refuse_the_pause(method: str, path: str) -> str | None:
+        return "503" if method == "PATCH" and "/rabbitmqclusters/mq" in path else None
+
+    with FaultProxy(control_plane, fraction=0.0, faults=("503",), before_forward=refuse_the_pause) as proxy:
+        result = run_job(kubeconfig=proxy.kubeconfig(tmp_path / "proxied", admin_token))
+    assert result.exit_code == 1
+    assert "its operator's rabbitmqcluster/mq could not be paused first" in result.stderr, result.stderr
+    assert api.replicas("StatefulSet", ns, "mq-server") == 2 and not ours(api.get("StatefulSet", "mq-server", ns))
