@@ -42,6 +42,7 @@ _PATHS = {
     "Fleet": ("/apis/test.nsscaler.io/v1", "fleets", True),
     "Plain": ("/apis/test.nsscaler.io/v1", "plains", True),
     "Paused": ("/apis/test.nsscaler.io/v1", "pauseds", True),
+    "Gated": ("/apis/test.nsscaler.io/v1", "gateds", True),
     # operator kinds of the shipped catalogue (job/model/kinds/catalogue.py), served from their real CRDs
     "Cluster": ("/apis/postgresql.cnpg.io/v1", "clusters", True),
     "Pooler": ("/apis/postgresql.cnpg.io/v1", "poolers", True),

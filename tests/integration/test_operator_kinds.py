@@ -244,9 +244,9 @@ def rabbit_with_its_statefulset(api: AdminApi, ns: str, name: str, replicas: int
 
 
 def patch_order(proxy_log: list[tuple[str, str, int]], ns: str) -> list[str]:
-    """The resources PATCHed in `ns`, in the order the API server answered them."""
+    """The resources PATCHed in `ns` for real (not the row's dry run), in the order the API server answered."""
     return [path.split(f"/namespaces/{ns}/")[1].split("?")[0] for method, path, status in proxy_log
-            if method == "PATCH" and f"/namespaces/{ns}/" in path and status < 300]
+            if method == "PATCH" and f"/namespaces/{ns}/" in path and status < 300 and "dryRun=" not in path]
 
 
 @pytest.mark.parametrize("before", [None, "false"], ids=["no-label", "label-false"])
@@ -303,3 +303,41 @@ def test_a_statefulset_whose_operator_could_not_be_paused_is_left_running(
     assert result.exit_code == 1
     assert "its operator's rabbitmqcluster/mq could not be paused first" in result.stderr, result.stderr
     assert api.replicas("StatefulSet", ns, "mq-server") == 2 and not ours(api.get("StatefulSet", "mq-server", ns))
+
+
+def test_a_row_the_api_server_refuses_is_tried_once_named_once_and_the_rest_of_the_run_goes_on(
+        api, run_job, prefix, operator_crds, control_plane, admin_token, tmp_path: Path):
+    """The row's value passes nsscaler's own reading of the CRD (a string where a string goes) but not the API
+    server's (an enum): the dry run of its freeze on the first object says so before any real write."""
+    crds.install(api, [crds.GATED])
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(yaml.safe_dump([{"kind": "Gated.test.nsscaler.io", "versions": ["v1"],
+                                     "freeze": {"method": "field", "path": "spec.mode", "value": "paused"}}]))
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    for name in ("a", "b"):
+        api.create(builders.custom("Gated", ns, name, {"mode": "running"}))
+    api.create(builders.deployment(ns, "web", 2))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Gated.test.nsscaler.io", "Deployment"]))
+    seen: list[tuple[str, str, int]] = []
+    with FaultProxy(control_plane, fraction=0.0, after_forward=lambda m, p, s: seen.append((m, p, s))) as proxy:
+        config = proxy.kubeconfig(tmp_path / "proxied", admin_token)
+        result = run_job("--kind-rows", str(rows), kubeconfig=config)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.count("Gated.test.nsscaler.io: its row cannot work here") == 1, result.stderr
+        assert "Unsupported value: \"paused\"" in result.stderr, result.stderr
+        tried = [(p, s) for m, p, s in seen if m == "PATCH" and "/gateds/" in p]
+        assert len(tried) == 1 and "dryRun=All" in tried[0][0] and tried[0][1] == 422, tried
+    for name in ("a", "b"):
+        assert api.get("Gated", name, ns)["spec"] == {"mode": "running"} and not ours(api.get("Gated", name, ns))
+    assert api.replicas("Deployment", ns, "web") == 0, "the rest of the run goes on"
+    status = api.status(f"{prefix}p")
+    assert any("its row cannot work here" in f for f in status["failures"]), status
+
+    # no object of the kind left to freeze (the policy no longer names it): no try at all
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"kinds": ["Deployment"]}})
+    seen.clear()
+    with FaultProxy(control_plane, fraction=0.0, after_forward=lambda m, p, s: seen.append((m, p, s))) as proxy:
+        steady = run_job("--kind-rows", str(rows), kubeconfig=proxy.kubeconfig(tmp_path / "again", admin_token))
+        assert steady.exit_code == 0, steady.stderr
+        assert not [p for m, p, _ in seen if m == "PATCH" and "dryRun" in p], "nothing to freeze: nothing tried"
