@@ -54,6 +54,7 @@ _PATHS = {
     "KafkaBridge": ("/apis/kafka.strimzi.io/v1", "kafkabridges", True),
     "NSScaler": (f"/apis/{NSSCALER_VERSION}", "nsscalers", False),
     "Wake": (f"/apis/{NSSCALER_VERSION}", "wakes", True),
+    "NSScalerKind": (f"/apis/{NSSCALER_VERSION}", "nsscalerkinds", False),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),

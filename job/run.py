@@ -154,8 +154,7 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         stages.done("decide")
         # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
         holding = (lambda: True) if settings.dry_run else run_lease.holding
-        # lifts first: a Wake's namespace opens at once
-        hold_problems = write_marks(kube, marks, dry_run=False, holding=holding)
+        hold_problems = write_marks(kube, marks, dry_run=False, holding=holding)  # lifts first: a Wake opens at once
         if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
             write_statuses(kube, _records(snapshot, decision))
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at, holding=holding)

@@ -100,6 +100,12 @@ def _from_crd(kind: Kind, crd: dict[str, Any], row: Row | None) -> KindHandler |
                         value=row.freeze.value, row=row, data_tier=row.tier == "data")
 
 
+def crd_kind(crd: Mapping[str, Any]) -> Kind:
+    """The kind a CRD serves, as `spec.kinds` names it (`<Kind>.<group>`)."""
+    spec = crd.get("spec") or {}
+    return Kind(f"{(spec.get('names') or {}).get('kind')}.{spec.get('group')}")
+
+
 def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],
             rows: Mapping[Kind, Row] | None = None) -> Resolution:
     """Handlers for `kinds`: built-ins as they are, custom ones from their row (`rows`) and their CRD, or from
@@ -112,8 +118,7 @@ def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],
     custom = {k for k in kinds if k not in BUILTIN}
     by_name: dict[Kind, dict[str, Any]] = {}
     for crd in crds:  # keep only the CRDs asked for: the others can be large
-        names = (crd.get("spec") or {}).get("names") or {}
-        name = Kind(f"{names.get('kind')}.{(crd.get('spec') or {}).get('group')}")
+        name = crd_kind(crd)
         if name in custom:
             by_name[name] = crd
     for kind in sorted(custom):

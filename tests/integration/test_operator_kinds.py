@@ -14,6 +14,7 @@ import yaml
 
 from devtools import builders
 from devtools.builders import AdminApi, wait_until
+from job.model.kinds.catalogue import CATALOGUE_DATA
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
 from tests import crds
 from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
@@ -341,3 +342,118 @@ def test_a_row_the_api_server_refuses_is_tried_once_named_once_and_the_rest_of_t
         steady = run_job("--kind-rows", str(rows), kubeconfig=proxy.kubeconfig(tmp_path / "again", admin_token))
         assert steady.exit_code == 0, steady.stderr
         assert not [p for m, p, _ in seen if m == "PATCH" and "dryRun" in p], "nothing to freeze: nothing tried"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+KIND_CRD = ROOT / "kustomize" / "base" / "kind-crd.yaml"
+PAUSED_ROW = {"kind": "Paused.test.nsscaler.io", "plural": "pauseds", "versions": ["v1"],
+              "freeze": {"method": "field", "path": "spec.paused", "value": True}}
+
+
+def kind_row(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind", "metadata": {"name": name},
+            "spec": spec}
+
+
+@pytest.fixture
+def kind_crd(api: AdminApi, operator_crds: None) -> None:
+    crds.install(api, [yaml.safe_load(KIND_CRD.read_text()), crds.PAUSED])
+
+
+def test_a_platform_team_adds_a_kind_as_an_nsscalerkind_checked_at_admission(api, run_job, prefix, kind_crd):
+    def dry_create(obj: dict[str, Any]) -> Any:
+        return api.http.post(api.url("NSScalerKind", None), json=obj, params={"dryRun": "All"}, timeout=30)
+
+    for i, row in enumerate(CATALOGUE_DATA):  # the CRD's schema takes every row the job takes
+        answer = dry_create(kind_row(f"{prefix}c{i}", row))
+        assert answer.status_code == 201, (row["kind"], answer.text)
+    bad = dry_create(kind_row(f"{prefix}bad", {**PAUSED_ROW, "freeze": {"method": "field", "value": True}}))
+    assert bad.status_code == 422 and "freeze by field needs path" in bad.text, bad.text
+    bad = dry_create(kind_row(f"{prefix}bad", {**PAUSED_ROW, "tier": "later"}))
+    assert bad.status_code == 422 and "spec.tier" in bad.text, bad.text
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Paused", ns, "svc", {"paused": False, "size": 2}))
+    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Paused.test.nsscaler.io"]))
+    api.create(kind_row(f"{prefix}paused", PAUSED_ROW))
+    try:
+        result = run_job()
+        assert result.exit_code == 0, result.stderr
+        frozen = api.get("Paused", "svc", ns)
+        assert frozen["spec"] == {"paused": True, "size": 2}
+        assert ours(frozen) == {ANNOTATION_ORIGINAL_VALUE: "false", ANNOTATION_SCALED_BY: f"{prefix}p"}
+        give_back(api, f"{prefix}p")
+        assert run_job().exit_code == 0
+        back = api.get("Paused", "svc", ns)
+        assert back["spec"] == {"paused": False, "size": 2} and not ours(back)
+    finally:
+        api.delete("NSScalerKind", f"{prefix}paused")
+
+
+def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies_are_served(
+        api, run_job, prefix, kind_crd, control_plane, tmp_path):
+    """nsscaler's own account, as installed: its ClusterRole aggregates every ClusterRole labelled
+    nsscaler.wubw.fun/aggregate-to-nsscaler (the control plane's aggregation controller fills it). Without the
+    team's labelled ClusterRole for its kind, the policy naming that kind says so and the others are served; with
+    it, the kind is frozen."""
+    sa_ns = prefix + "sa"
+    api.create(builders.namespace(sa_ns))
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "job", "namespace": sa_ns}})
+    kubeconfig = control_plane.service_account_kubeconfig(tmp_path / "sa", sa_ns, "job")
+    label = {f"{prefix}aggregate": "true"}  # this test's own aggregation label: other tests' roles stay out
+    base = next(d for d in yaml.safe_load_all((ROOT / "kustomize/base/rbac.yaml").read_text())
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "nsscaler-base")
+    rbac = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": f"{prefix}nsscaler"},
+             "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": label}]}, "rules": []},
+            {**copy.deepcopy(base), "metadata": {"name": f"{prefix}base", "labels": label}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": f"{prefix}nsscaler"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{prefix}nsscaler"},
+             "subjects": [{"kind": "ServiceAccount", "name": "job", "namespace": sa_ns}]}]
+    team = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"{prefix}team", "labels": label},
+            "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"], "verbs": ["list", "get", "patch"]}]}
+    for obj in rbac:
+        api.create(obj)
+    for obj in yaml.safe_load_all((ROOT / "kustomize/base/lease-rbac.yaml").read_text()):  # the run Lease's
+        obj["metadata"]["namespace"] = sa_ns
+        for subject in obj.get("subjects") or []:
+            subject.update(name="job", namespace=sa_ns)
+        api.create(obj)
+    api.create(kind_row(f"{prefix}paused", PAUSED_ROW))
+    try:
+        for family in ("a", "b"):
+            api.create(builders.namespace(f"{prefix}{family}1"))
+        api.create(builders.custom("Paused", f"{prefix}a1", "svc", {"paused": False}))
+        api.create(builders.deployment(f"{prefix}b1", "web", 2))
+        api.create(builders.nsscaler(f"{prefix}pa", f"{prefix}a", [], kinds=["Paused.test.nsscaler.io"]))
+        api.create(builders.nsscaler(f"{prefix}pb", f"{prefix}b", []))
+        wanted = ("kind Paused.test.nsscaler.io: nsscaler may not list pauseds.test.nsscaler.io, get "
+                  "pauseds.test.nsscaler.io, patch pauseds.test.nsscaler.io; apply a ClusterRole labelled "
+                  "nsscaler.wubw.fun/aggregate-to-nsscaler=true")
+        last: list[Any] = []
+
+        def named_once() -> bool:  # until the aggregation controller has filled the role from the base copy
+            last[:] = [run_job("--own-namespace", sa_ns, kubeconfig=kubeconfig)]
+            return last[0].exit_code == 1 and last[0].stderr.count(wanted) == 1
+
+        try:
+            wait_until(named_once, timeout=30, what="the kind named, the rest served")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the last run: {last[0].exit_code} {last[0].stderr}") from None
+        assert api.replicas("Deployment", f"{prefix}b1", "web") == 0, "the other policy is served"
+        assert api.get("Paused", "svc", f"{prefix}a1")["spec"] == {"paused": False}
+        ready = {c["type"]: c for c in api.status(f"{prefix}pa")["conditions"]}["Ready"]
+        assert ready["reason"] == "InvalidSpec" and wanted in ready["message"], ready
+
+        api.create(team)
+        wait_until(lambda: run_job("--own-namespace", sa_ns, kubeconfig=kubeconfig).exit_code == 0, timeout=30,
+                   what="the team's grant aggregated")
+        assert api.get("Paused", "svc", f"{prefix}a1")["spec"] == {"paused": True}
+    finally:
+        api.delete("NSScalerKind", f"{prefix}paused")
+        for kind, name in (("ClusterRoleBinding", "nsscaler"), ("ClusterRole", "nsscaler"), ("ClusterRole", "base"),
+                           ("ClusterRole", "team")):
+            api.delete(kind, f"{prefix}{name}")
+

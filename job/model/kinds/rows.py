@@ -214,3 +214,33 @@ def read_rows(path: Path) -> tuple[list[Row], list[str]]:
             else:
                 rows.append(row)
     return rows, problems
+
+
+#: the NSScalerKind API: the rows a platform team adds as cluster-scoped objects (kustomize/base/kind-crd.yaml)
+KIND_GROUP, KIND_VERSION, KIND_PLURAL = "operators.wubw.fun", "v1alpha1", "nsscalerkinds"
+KIND_API_VERSION = f"{KIND_GROUP}/{KIND_VERSION}"
+KIND_CRD_NAME = f"{KIND_PLURAL}.{KIND_GROUP}"
+
+
+def serves_kind_rows(crd: Mapping[str, Any]) -> bool:
+    """Whether `crd` is the NSScalerKind CRD and serves the version nsscaler reads."""
+    spec = crd.get("spec") or {}
+    return (crd.get("metadata") or {}).get("name") == KIND_CRD_NAME and any(
+        v.get("name") == KIND_VERSION and v.get("served") for v in spec.get("versions") or [])
+
+
+def rows_of_objects(objs: Iterable[Mapping[str, Any]]) -> tuple[list[Row], list[str]]:
+    """The rows of NSScalerKind objects (each one's spec is a row), in name order, and one line per bad one naming
+    it and why. Two objects for one kind: the first by name wins, and the other is named."""
+    rows: list[Row] = []
+    problems: list[str] = []
+    for obj in sorted(objs, key=lambda o: str((o.get("metadata") or {}).get("name"))):
+        name = (obj.get("metadata") or {}).get("name")
+        found, bad = parse_rows([obj.get("spec")], origin=f"NSScalerKind {name}")
+        problems += bad
+        for row in found:
+            if any(r.kind == row.kind for r in rows):
+                problems.append(f"NSScalerKind {name}: ignored: {row.kind} has a row already")
+            else:
+                rows.append(row)
+    return rows, problems
