@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from devtools import chart_kind_rows
 from devtools.chart_schema import schema
 from job import __version__
 from job.decide.tiers import MAX_TIER
@@ -285,6 +286,7 @@ def values(cronjob: Obj) -> dict[str, Any]:
         "dryRun": False, "extraArgs": [], "extraEnv": [],
         "crds": {"install": True, "keep": True},
         "release": {"onUninstall": True, "tierWait": 30},
+        **chart_kind_rows.VALUES,
     }
 
 
@@ -322,6 +324,12 @@ def chart_yaml() -> dict[str, Any]:
                            "reconciler)"}
 
 
+def _schema() -> dict[str, Any]:
+    found = schema(COMPONENTS)
+    found["properties"].update(chart_kind_rows.SCHEMA)
+    return found
+
+
 def files() -> dict[str, str]:
     """Every file of the chart, by path under `charts/nsscaler`."""
     prod = build(PROD)
@@ -333,8 +341,9 @@ def files() -> dict[str, str]:
     components = {key: component_objects(folder, prod) for key, folder in COMPONENTS.items()}
     out = {"Chart.yaml": _HEADER + yaml.safe_dump(chart_yaml(), sort_keys=False),
            "values.yaml": _HEADER + yaml.safe_dump(values(cronjob), sort_keys=False),
-           "values.schema.json": json.dumps(schema(COMPONENTS), indent=2) + "\n",
-           "templates/_helpers.tpl": _HELPERS, "templates/NOTES.txt": _NOTES}
+           "values.schema.json": json.dumps(_schema(), indent=2) + "\n",
+           "templates/_helpers.tpl": _HELPERS, "templates/NOTES.txt": _NOTES,
+           chart_kind_rows.NAME: chart_kind_rows.TEMPLATE}
     out.update({f"templates/{name}": _HEADER + body for name, body in templates(prod, components).items()})
     return out
 

@@ -6,6 +6,7 @@ team adds as a row in data only (`--kind-rows`), a broken row beside it reported
 from __future__ import annotations
 
 import copy
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ from job.model.kinds.catalogue import CATALOGUE_DATA
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
 from tests import crds
 from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
+from tests.conftest import built_tool
 from tests.faults import FaultProxy
+from tests.integration.test_helm import helm_env
 
 pytestmark = pytest.mark.usefixtures("crd")
 #: one object per catalogue row frozen by a field or its replica count, as its CRD's schema accepts it, and where
@@ -457,3 +460,22 @@ def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies
                            ("ClusterRole", "team")):
             api.delete(kind, f"{prefix}{name}")
 
+
+def test_the_charts_kind_rows_render_nsscalerkinds_and_their_access_that_the_api_server_takes(
+        api, prefix, kind_crd, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"kindRows": [{"name": f"{prefix}paused", "spec": PAUSED_ROW}]}))
+    rendered = subprocess.run([str(built_tool("helm")), "template", "x", str(ROOT / "charts" / "nsscaler"), "-f",
+                               str(values), "--show-only", "templates/kind-rows.yaml"], capture_output=True,
+                              text=True, env=helm_env(), check=True, timeout=120).stdout
+    docs = {d["kind"]: d for d in yaml.safe_load_all(rendered) if d}
+    row, role = docs.pop("NSScalerKind"), docs.pop("ClusterRole")
+    assert not docs and row["metadata"]["name"] == f"{prefix}paused"
+    assert role["metadata"]["name"] == f"nsscaler-kind-{prefix}paused"
+    assert row["spec"] == PAUSED_ROW
+    assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
+    assert role["rules"] == [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"],
+                              "verbs": ["list", "get", "patch"]}]
+    for doc in (row, role):  # both as the API server takes them
+        answer = api.http.post(api.url(doc["kind"], None), json=doc, params={"dryRun": "All"}, timeout=30)
+        assert answer.status_code == 201, answer.text
