@@ -37,7 +37,7 @@ from tests.integration.test_release import EVERY_KIND, family, make_every_kind, 
 CHART = ROOT / "charts" / "nsscaler"
 NAMESPACE = "nsscaler"
 RELEASE = "nsscaler"
-CRDS = ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun")
+CRDS = ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun", "nsscalerkinds.operators.wubw.fun")
 KEEP = "helm.sh/resource-policy"
 
 
