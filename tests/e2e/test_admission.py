@@ -382,13 +382,21 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
                                                                   "postgresql": {"version": "17"},
                                                                   "volume": {"size": "1Gi"}}},
         "PerconaXtraDBCluster": {"apiVersion": "pxc.percona.com/v1", "spec": {"crVersion": "1.18.0"}},
+        "RabbitmqCluster": {"apiVersion": "rabbitmq.com/v1beta1", "spec": {"replicas": 2}},
     }
     for kind, o in objects.items():
         api.create({"apiVersion": o["apiVersion"], "kind": kind, "spec": o["spec"],
                     "metadata": {"name": "x", "namespace": ns, "annotations": o.get("annotations", {})}})
+    # the StatefulSet the RabbitMQ operator makes for its cluster (the operator does not run here)
+    owned = builders.statefulset(ns, "x-server", 2)
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster",
+                                             "name": "x", "uid": api.get("RabbitmqCluster", "x", ns)["metadata"]["uid"],
+                                             "controller": True}]
+    api.create(owned)
     api.patch("Cluster", "x", {"status": {"phase": "Cluster in healthy state"}}, ns, sub="status")
     before = {kind: api.get(kind, "x", ns) for kind in objects}
-    kinds = ["Cluster.postgresql.cnpg.io", "postgresql.acid.zalan.do", "PerconaXtraDBCluster.pxc.percona.com"]
+    kinds = ["Cluster.postgresql.cnpg.io", "postgresql.acid.zalan.do", "PerconaXtraDBCluster.pxc.percona.com",
+             "RabbitmqCluster.rabbitmq.com"]
     try:
         wait_until(lambda: any("perconaxtradbclusters" in r.get("resources", [])
                                for r in api.get("ClusterRole", "nsscaler")["rules"]),
@@ -399,6 +407,10 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         assert api.get("Cluster", "x", ns)["metadata"]["annotations"]["cnpg.io/hibernation"] == "on"
         assert api.get("postgresql", "x", ns)["spec"]["numberOfInstances"] == 0
         assert api.get("PerconaXtraDBCluster", "x", ns)["spec"]["pause"] is True
+        assert api.get("RabbitmqCluster", "x", ns)["metadata"]["labels"]["rabbitmq.com/pauseReconciliation"] == "true"
+        assert api.replicas("StatefulSet", ns, "x-server") == 0
+        refused_by(nsscaler.patch(f"/apis/rabbitmq.com/v1beta1/namespaces/{ns}/rabbitmqclusters/x",
+                                  {"metadata": {"labels": {"team": "other"}}}), RUN_POLICY)
         path = f"/apis/postgresql.cnpg.io/v1/namespaces/{ns}/clusters/x"
         refused_by(nsscaler.patch(path, {"metadata": {"annotations": {"cnpg.io/reconciliationLoop": "disabled"}}}),
                    RUN_POLICY)
@@ -408,8 +420,9 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         assert back.exit_code == 0, back.stderr
         for kind, was in before.items():
             now = api.get(kind, "x", ns)
-            assert (now["spec"], now["metadata"].get("annotations")) == (was["spec"], was["metadata"].get(
-                "annotations")), kind
+            assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
+                was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
+        assert api.replicas("StatefulSet", ns, "x-server") == 2
     finally:
         api.delete("NSScaler", name)
         api.delete("ClusterRole", f"{prefix}operator-kinds")
