@@ -426,3 +426,35 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
     finally:
         api.delete("NSScaler", name)
         api.delete("ClusterRole", f"{prefix}operator-kinds")
+
+
+def test_a_teams_row_that_sets_more_than_a_count_is_refused_by_the_run_policy_and_named_once(
+        api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str, tmp_path: Path) -> None:
+    """The run admission policy is rendered from the shipped catalogue: on a kind a team adds, nsscaler's account
+    may change whole numbers of the spec only. A team's row that sets `spec.paused: true` is refused by it; the
+    try before use names the row once with the policy's message, and the other kinds are served."""
+    crds.install(api, [crds.PAUSED])
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"{prefix}pauseds", "labels": {"nsscaler.wubw.fun/aggregate-to-nsscaler": "true"}},
+            "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"], "verbs": ["list", "get", "patch"]}]}
+    api.create(role)
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(yaml.safe_dump([{"kind": "Paused.test.nsscaler.io", "versions": ["v1"],
+                                     "freeze": {"method": "field", "path": "spec.paused", "value": True}}]))
+    ns, name = prefix + "v1", f"{prefix}p"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Paused", ns, "svc", {"paused": False}))
+    api.create(builders.deployment(ns, "web", 2))
+    try:
+        wait_until(lambda: any("pauseds" in r.get("resources", []) for r in api.get("ClusterRole", "nsscaler")["rules"]),
+                   what="the team's rule folded into nsscaler's ClusterRole")
+        api.create(builders.nsscaler(name, prefix, [], kinds=["Paused.test.nsscaler.io", "Deployment"]))
+        result = run_job("--own-namespace", NAMESPACE, "--kind-rows", str(rows), kubeconfig=nsscaler.kubeconfig)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.count("Paused.test.nsscaler.io: its row cannot work here") == 1, result.stderr
+        assert RUN_POLICY in result.stderr, result.stderr
+        assert api.get("Paused", "svc", ns)["spec"] == {"paused": False}
+        assert api.replicas("Deployment", ns, "web") == 0, "the other kinds are served"
+    finally:
+        api.delete("NSScaler", name)
+        api.delete("ClusterRole", f"{prefix}pauseds")
