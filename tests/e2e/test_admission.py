@@ -446,7 +446,8 @@ def test_a_teams_row_that_sets_more_than_a_count_is_refused_by_the_run_policy_an
     api.create(builders.custom("Paused", ns, "svc", {"paused": False}))
     api.create(builders.deployment(ns, "web", 2))
     try:
-        wait_until(lambda: any("pauseds" in r.get("resources", []) for r in api.get("ClusterRole", "nsscaler")["rules"]),
+        wait_until(lambda: any("pauseds" in r.get("resources", [])
+                               for r in api.get("ClusterRole", "nsscaler")["rules"]),
                    what="the team's rule folded into nsscaler's ClusterRole")
         api.create(builders.nsscaler(name, prefix, [], kinds=["Paused.test.nsscaler.io", "Deployment"]))
         result = run_job("--own-namespace", NAMESPACE, "--kind-rows", str(rows), kubeconfig=nsscaler.kubeconfig)
