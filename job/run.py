@@ -296,7 +296,8 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     except ApiError as exc:
         raise cannot_start(kube, exc, custom=custom) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes), overheads=overheads, leaving=leaving)
+                    wakes=tuple(wakes), overheads=overheads, leaving=leaving,
+                    forbidden=tuple(kinds.unknown[k] for k in kinds.forbidden))
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

@@ -97,7 +97,8 @@ def _with_access(kube: Kube, settings: Settings, found: Resolution) -> Resolutio
         log.error("%s", message, extra={"event": "kind-access"})
     if not lacking:
         return found
-    return Resolution({k: h for k, h in found.handlers.items() if k not in lacking}, {**found.unknown, **lacking})
+    return Resolution({k: h for k, h in found.handlers.items() if k not in lacking}, {**found.unknown, **lacking},
+                      forbidden=tuple(sorted(lacking)))
 
 
 def team_rows(kube: Kube, crds: Sequence[dict[str, Any]]) -> list[Row]:

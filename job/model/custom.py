@@ -24,6 +24,8 @@ class Resolution:
 
     handlers: dict[Kind, KindHandler]
     unknown: dict[Kind, str]
+    #: of `unknown`, the kinds this identity may not read and write (a release cannot give them back: it stops)
+    forbidden: tuple[Kind, ...] = ()
 
 
 def _replica_path(text: str) -> tuple[str, ...] | None:

@@ -22,6 +22,7 @@ from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
 from tests.conftest import built_tool
 from tests.faults import FaultProxy
 from tests.integration.test_helm import helm_env
+from tests.integration.test_release import release
 
 pytestmark = pytest.mark.usefixtures("crd")
 #: one object per catalogue row frozen by a field or its replica count, as its CRD's schema accepts it, and where
@@ -449,6 +450,9 @@ def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies
         assert api.get("Paused", "svc", f"{prefix}a1")["spec"] == {"paused": False}
         ready = {c["type"]: c for c in api.status(f"{prefix}pa")["conditions"]}["Ready"]
         assert ready["reason"] == "InvalidSpec" and wanted in ready["message"], ready
+        # a release must give everything back: what it may not read, it names and stops (exit 2)
+        code, err = release(kubeconfig, "--own-namespace", sa_ns)
+        assert code == 2 and wanted in err, err
 
         api.create(team)
         wait_until(lambda: run_job("--own-namespace", sa_ns, kubeconfig=kubeconfig).exit_code == 0, timeout=30,
