@@ -394,17 +394,9 @@ def test_a_platform_team_adds_a_kind_as_an_nsscalerkind_checked_at_admission(api
         api.delete("NSScalerKind", f"{prefix}paused")
 
 
-def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies_are_served(
-        api, run_job, prefix, kind_crd, control_plane, tmp_path):
-    """nsscaler's own account, as installed: its ClusterRole aggregates every ClusterRole labelled
-    nsscaler.wubw.fun/aggregate-to-nsscaler (the control plane's aggregation controller fills it). Without the
-    team's labelled ClusterRole for its kind, the policy naming that kind says so and the others are served; with
-    it, the kind is frozen."""
-    sa_ns = prefix + "sa"
-    api.create(builders.namespace(sa_ns))
-    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "job", "namespace": sa_ns}})
-    kubeconfig = control_plane.service_account_kubeconfig(tmp_path / "sa", sa_ns, "job")
-    label = {f"{prefix}aggregate": "true"}  # this test's own aggregation label: other tests' roles stay out
+def nsscalers_own_account(api: AdminApi, prefix: str, sa_ns: str, label: dict[str, str]) -> None:
+    """The ServiceAccount `job` of `sa_ns` bound to an aggregated ClusterRole (rules from every ClusterRole carrying
+    `label`) holding a copy of the shipped base rules, and the run Lease's Role in `sa_ns`."""
     base = next(d for d in yaml.safe_load_all((ROOT / "kustomize/base/rbac.yaml").read_text())
                 if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "nsscaler-base")
     rbac = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -415,9 +407,6 @@ def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies
              "metadata": {"name": f"{prefix}nsscaler"},
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{prefix}nsscaler"},
              "subjects": [{"kind": "ServiceAccount", "name": "job", "namespace": sa_ns}]}]
-    team = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": f"{prefix}team", "labels": label},
-            "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"], "verbs": ["list", "get", "patch"]}]}
     for obj in rbac:
         api.create(obj)
     for obj in yaml.safe_load_all((ROOT / "kustomize/base/lease-rbac.yaml").read_text()):  # the run Lease's
@@ -425,6 +414,24 @@ def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies
         for subject in obj.get("subjects") or []:
             subject.update(name="job", namespace=sa_ns)
         api.create(obj)
+
+
+def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies_are_served(
+        api, run_job, prefix, kind_crd, control_plane, tmp_path):
+    """nsscaler's account as installed: an aggregated ClusterRole the control plane's aggregation controller fills
+    (here from this test's own label, standing in for nsscaler.wubw.fun/aggregate-to-nsscaler so other tests'
+    roles stay out; tests/e2e/test_install.py uses the real one with the shipped install). Without the
+    team's labelled ClusterRole for its kind, the policy naming that kind says so and the others are served; with
+    it, the kind is frozen."""
+    sa_ns = prefix + "sa"
+    api.create(builders.namespace(sa_ns))
+    api.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "job", "namespace": sa_ns}})
+    kubeconfig = control_plane.service_account_kubeconfig(tmp_path / "sa", sa_ns, "job")
+    label = {f"{prefix}aggregate": "true"}  # this test's own aggregation label: other tests' roles stay out
+    nsscalers_own_account(api, prefix, sa_ns, label)
+    team = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"{prefix}team", "labels": label},
+            "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"], "verbs": ["list", "get", "patch"]}]}
     api.create(kind_row(f"{prefix}paused", PAUSED_ROW))
     try:
         for family in ("a", "b"):
