@@ -90,6 +90,8 @@ class Row:
     subresource: str = ""
     #: annotation keys not nsscaler's own that the write sets (KEDA's paused-replicas)
     annotations: tuple[str, ...] = ()
+    #: label keys not nsscaler's own that the write sets (an operator's pause label: a `pause` row)
+    labels: tuple[str, ...] = ()
     finalizers: bool = False
     extra: str = ""  # one more condition of this row, CEL
     #: the only keys of nsscaler's own that may change, of the annotations and of the labels; None: any under
@@ -125,10 +127,16 @@ def changes(handler: RecordedKind) -> tuple[Tree, tuple[str, ...]]:
     """What a handler's writes change besides nsscaler's own record: the fields of its freeze (and its guard),
     and the annotations not nsscaler's own that it sets."""
     body = dict(handler.frozen_body())
-    foreign = tuple(k for k in ((body.get("metadata") or {}).get("annotations") or {}) if not k.startswith(DOMAIN))
-    body.pop("metadata", None)
+    meta = body.pop("metadata", None) or {}
+    foreign = tuple(k for k in (meta.get("annotations") or {}) if not k.startswith(DOMAIN))
     guard = getattr(handler, "guard", None)
     return _merge([_leaves(body), _path(guard.path) if guard else {}]), foreign
+
+
+def foreign_labels(handler: RecordedKind) -> tuple[str, ...]:
+    """The label keys not nsscaler's own that a handler's freeze sets (an operator's pause label)."""
+    labels = (handler.frozen_body().get("metadata") or {}).get("labels") or {}
+    return tuple(k for k in labels if not k.startswith(DOMAIN))
 
 
 def _dotted(tree: Tree, prefix: str = "") -> list[str]:
@@ -152,9 +160,10 @@ def workload_rows() -> list[Row]:
     rows = []
     for handler in [*BUILTIN.values(), ScaledObjectHandler(), *catalogue_handlers()]:
         tree, foreign = changes(handler)
-        fields = [*_dotted(tree), *foreign]
+        labels = foreign_labels(handler)
+        fields = [*_dotted(tree), *foreign, *(f"the label {k}" for k in labels)]
         rows.append(Row(handler.group, handler.plural, tree,
-                        annotations=(*foreign, *_SERVER_ANNOTATIONS.get(handler.plural, ())),
+                        annotations=(*foreign, *_SERVER_ANNOTATIONS.get(handler.plural, ())), labels=labels,
                         says=f"on a {handler.kind} nsscaler may change only {', '.join(fields)} and its own "
                              f"annotations and labels ({DOMAIN}/...)"))
     return rows
@@ -233,7 +242,7 @@ def metadata_kept(row: Row) -> str:
     parts = [same(new, old, free),
              keys_kept(_get(new, "annotations"), _get(old, "annotations"), row.annotations,
                        own=row.own_annotations),
-             keys_kept(_get(new, "labels"), _get(old, "labels"), own=row.own_labels)]
+             keys_kept(_get(new, "labels"), _get(old, "labels"), row.labels, own=row.own_labels)]
     if row.finalizers:
         parts.append(f"object.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}') == "
                      f"oldObject.metadata.?finalizers.orValue([]).filter(f, f != '{FINALIZER_ROUTES}')")

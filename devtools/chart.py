@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from devtools import chart_platform, chart_values
+from devtools import chart_kind_rows, chart_platform, chart_values
 from devtools.chart_schema import schema
 from job import __version__
 from job.decide.tiers import MAX_TIER
@@ -314,6 +314,12 @@ TIERS restore tiers of {{ .Values.release.tierWait }} s each): Helm's default --
 """.replace("SECONDS", _RELEASE_SECONDS).replace("TIERS", str(MAX_TIER + 1))
 
 
+def _schema() -> dict[str, Any]:
+    found = schema(COMPONENTS)
+    found["properties"].update(chart_kind_rows.SCHEMA)
+    return found
+
+
 def files() -> dict[str, str]:
     """Every file of the chart, by path under `charts/nsscaler`."""
     prod = build(PROD)
@@ -327,7 +333,7 @@ def files() -> dict[str, str]:
     components = {key: component_objects(folder, prod) for key, folder in COMPONENTS.items()}
     entries = chart_values.value_entries(prod, components)
     values_yaml = chart_values.render(entries, _HEADER)
-    found_schema = schema(COMPONENTS)
+    found_schema = _schema()
     unchecked = [path for path, _, _ in entries if not _in_schema(found_schema, path)]
     if unchecked:
         raise SystemExit(f"values without a schema in devtools/chart_schema.py: {', '.join(unchecked)}")
@@ -335,7 +341,8 @@ def files() -> dict[str, str]:
            "values.yaml": values_yaml,
            "values.schema.json": json.dumps(found_schema, indent=2) + "\n",
            "README.md": chart_values.readme(values_yaml, chart_values.chart_yaml()),
-           "templates/_helpers.tpl": _HELPERS, "templates/NOTES.txt": _NOTES}
+           "templates/_helpers.tpl": _HELPERS, "templates/NOTES.txt": _NOTES,
+           chart_kind_rows.NAME: chart_kind_rows.TEMPLATE}
     out.update({f"templates/{name}": _HEADER + body for name, body in templates(prod, components).items()})
     return out
 

@@ -47,7 +47,8 @@ COMPONENT_HELP = {
     "wakeRequesterStamp": "Kubernetes 1.36 and later: the API server fills in a Wake's spec.requestedBy.",
     "waker": "The waker, for wake on request: its Deployment, Service, PodDisruptionBudget, NetworkPolicy, RBAC and "
              "admission policy, and the job's rights on HTTPRoutes.",
-    "operatorKinds": "The RBAC of the shipped catalogue of operator kinds (CNPG, Zalando, Percona, Strimzi).",
+    "operatorKinds": "The RBAC of the shipped catalogue of operator kinds (CNPG, Zalando, Percona, RabbitMQ, "
+                     "Strimzi).",
 }
 
 
@@ -178,7 +179,11 @@ def entries(cronjob: Obj, waker: Obj, gateway_labels: dict[str, str], *, compone
                           "(never the release's: a release is never a dry run)."),
         ("extraArgs", [], "More flags for nsscaler, e.g. [--max-freeze=500]."),
         ("extraEnv", [], "More environment variables (NSSCALER_* settings)."),
-        ("crds", GROUP, "The NSScaler and Wake CRDs."),
+        ("kindRows", [], "A platform team's kinds as rows: each entry (name, spec: the row) renders one "
+                         "NSScalerKind (docs/operating/custom-kinds.md)."),
+        ("kindRowsAccess", True, "Beside each of kindRows, the ClusterRole its kind needs (list, get, patch), "
+                                 "labelled to aggregate into nsscaler's own."),
+        ("crds", GROUP, "The NSScaler, NSScalerKind and Wake CRDs."),
         ("crds.install", True, "Install them."),
         ("crds.keep", True, "Keep them, and so every NSScaler, on helm uninstall."),
         ("release", GROUP, "What helm uninstall does first."),

@@ -63,6 +63,9 @@ def _method(row: Row) -> str:
         return f"`{row.freeze.path}` to 0" if row.freeze.path else "its `/scale` replica field to 0"
     if row.freeze.method == "field":
         return f"`{row.freeze.path}: {yaml.safe_dump(row.freeze.value).splitlines()[0]}`"
+    if row.freeze.method == "pause":
+        return (f'{row.freeze.marker} `{row.freeze.key}: "{row.freeze.value}"` (its operator paused), then its '
+                f'StatefulSets to 0')
     return f'annotation `{row.freeze.key}: "{row.freeze.value}"`'
 
 

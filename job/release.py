@@ -63,6 +63,8 @@ def _released(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
     """What the run reads (the policies as they are decide what is read: their custom kinds, their families),
     with the policies then released."""
     snapshot = read_snapshot(kube, settings, now=now)
+    if snapshot.forbidden:  # what it cannot read it cannot give back: said, as any missing permission (exit 2)
+        raise StartupError("; ".join(snapshot.forbidden))
     wait = dt.timedelta(seconds=settings.restore_wait_in_run)
     # every policy, as it is, is also leaving: its routes finalizer says whether routes may still be pointed
     return replace(snapshot, policies=release_api.released(snapshot.policies, now=now, wait=wait),

@@ -25,8 +25,8 @@ from job.cluster import lease, own_cronjob, read, routes
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
-from job.cluster.write import DEADLINE, carry_out, send_events, write_statuses, write_wake_statuses
-from job.decide import budget, hold, reads, tiers, waking
+from job.cluster.write import DEADLINE, carry_out, send_events, try_rows, write_statuses, write_wake_statuses
+from job.decide import budget, hold, reads, tiers, trials, waking
 from job.decide import events as events_api
 from job.decide import outcome as outcome_api
 from job.decide.actions import ActionResult, Verb
@@ -149,11 +149,12 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
             if run_lease.waited:  # the other run wrote while this one waited: what this one read may be stale
                 snapshot, decision, first, marks = _prepared(kube, read_snapshot(kube, settings, now=now),
                                                              settings=settings, now=now)
+        if not settings.dry_run:  # a row about to be used for a write is tried first (dryRun=All)
+            decision = trials.without(decision, try_rows(kube, trials.trials(decision)))
         stages.done("decide")
         # a dry run sends its writes with dryRun=All: nothing to guard, and it never takes the Lease
         holding = (lambda: True) if settings.dry_run else run_lease.holding
-        # lifts first: a Wake's namespace opens at once
-        hold_problems = write_marks(kube, marks, dry_run=False, holding=holding)
+        hold_problems = write_marks(kube, marks, dry_run=False, holding=holding)  # lifts first: a Wake opens at once
         if not settings.dry_run:  # the wake budgets' record, before the namespaces it covers come back
             write_statuses(kube, _records(snapshot, decision))
         results = _write(kube, snapshot, decision, settings=settings, now=now, stop_at=stop_at, holding=holding)
@@ -297,7 +298,8 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     except ApiError as exc:
         raise cannot_start(kube, exc, custom=custom) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
-                    wakes=tuple(wakes), overheads=overheads, leaving=leaving)
+                    wakes=tuple(wakes), overheads=overheads, leaving=leaving,
+                    forbidden=tuple(kinds.unknown[k] for k in kinds.forbidden))
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,

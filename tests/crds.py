@@ -41,6 +41,11 @@ TEST_KINDS = [
 ]
 #: a kind made up for the rows a platform team adds without code: frozen by `spec.paused: true`, no /scale
 PAUSED = _crd(GROUP, "Paused", "pauseds", "v1", replicas_path=None)
+#: a kind made up for a row the API server refuses though its CRD's types accept it: `spec.mode` is an enum
+#: (running, stopped), so a row setting it to `paused` passes nsscaler's own schema check and fails the dry run
+GATED = _crd(GROUP, "Gated", "gateds", "v1", replicas_path=None)
+GATED["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+    "type": "object", "properties": {"mode": {"type": "string", "enum": ["running", "stopped"]}}}
 SCALED_OBJECT = _crd("keda.sh", "ScaledObject", "scaledobjects", "v1alpha1", replicas_path=None)
 
 

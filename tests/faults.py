@@ -216,8 +216,9 @@ class KillAt:
         return self
 
     def _matches(self, method: str, path: str) -> bool:
-        # the run Lease (a namespaced Lease, taken by a run's first write) is not the run's work: never counted
-        return method == self.method and self.path_part in path and "/leases/" not in path
+        # the run Lease (a namespaced Lease, taken by a run's first write) is not the run's work, nor is a dry run
+        # (a row tried before its first freeze, `job.decide.trials`) a write: never counted
+        return method == self.method and self.path_part in path and "/leases/" not in path and "dryRun=" not in path
 
     def before_forward(self, method: str, path: str) -> str | None:
         if not self._matches(method, path):

@@ -16,7 +16,7 @@ from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.autoscalers import HPA_PLURAL, SCALED_OBJECTS
-from job.model.kinds import BUILTIN, KindHandler, RecordedKind
+from job.model.kinds import BUILTIN, Kind, KindHandler, RecordedKind
 from job.model.marks import AGGREGATE_LABEL
 from job.model.settings import Settings
 from job.model.workloads import Workload
@@ -84,6 +84,28 @@ def preflight(kube: Kube, settings: Settings, *, custom: Iterable[KindHandler] =
                          f"ClusterRole labelled {AGGREGATE_LABEL}=true that grants list, get and patch on it "
                          f"(docs/operating/custom-kinds.md)")
     raise StartupError("; ".join(parts))
+
+
+def kinds_without_access(kube: Kube, settings: Settings, custom: Iterable[KindHandler]) -> dict[Kind, str]:
+    """The custom kinds this identity may not list, get and patch, each with what to grant: one access review,
+    in a run whose policies name a custom kind. Such a kind is not served (the policies naming it say why), and
+    the run goes on with the others."""
+    custom = list(custom)
+    if not custom:
+        return {}
+    try:
+        missing = missing_access(kube, [a for h in custom for a in _kind_access(h)],
+                                 namespace=settings.own_namespace or "default")
+    except ApiError as exc:
+        raise startup_error(kube, exc) from None
+    out = {}
+    for handler in custom:
+        lacking = [a for a in _kind_access(handler) if a in missing]
+        if lacking:
+            out[handler.kind] = (f"kind {handler.kind}: nsscaler may not {', '.join(map(str, lacking))}; apply a "
+                                 f"ClusterRole labelled {AGGREGATE_LABEL}=true that grants list, get and patch on "
+                                 f"{handler.plural}.{handler.group} (docs/operating/custom-kinds.md)")
+    return out
 
 
 def explain_forbidden(kube: Kube, exc: ApiError, *, custom: Iterable[KindHandler] = ()) -> None:

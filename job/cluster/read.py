@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from job.cluster.access import REINSTALL, preflight, startup_error
+from job.cluster.access import REINSTALL, kinds_without_access, preflight, startup_error
 from job.cluster.kube import Kube
 from job.decide import listing, reads
 from job.errors import ApiError, StartupError
@@ -25,8 +25,9 @@ from job.model import kubernetes
 from job.model import policy as policy_api
 from job.model import wake as wake_api
 from job.model.autoscalers import HPA_API_VERSION, HPA_PLURAL, SCALED_OBJECTS, ScaledObject, scaled_object
-from job.model.custom import Resolution, resolve
+from job.model.custom import Resolution, crd_kind, resolve
 from job.model.kinds import BUILTIN, Kind, KindHandler, listed_for
+from job.model.kinds import rows as rows_api
 from job.model.kinds.catalogue import CATALOGUE
 from job.model.kinds.rows import Row, merged, read_rows
 from job.model.marks import SCALED_SELECTOR, UNSCALED_SELECTOR
@@ -71,29 +72,63 @@ def policies(kube: Kube, settings: Settings) -> list[Policy | InvalidPolicy]:
 
 def discover(kube: Kube, settings: Settings, found: Sequence[Policy | InvalidPolicy]) -> Resolution:
     """Handlers for every kind a policy names (suspended ones too: their records must stay readable).
-    Custom kinds cost one LIST of CRDs, only in runs where some policy names one."""
+    Custom kinds cost one LIST of CRDs, only in runs where some policy names one, and one LIST of the
+    NSScalerKinds where that CRD is served."""
     named = {k for p in found if isinstance(p, Policy) for k in p.kinds}
-    rows = kind_rows(settings)
     if not named - BUILTIN.keys():
         return resolve(named, [])
     try:
-        crds = kube.list_all(version=CRD_API_VERSION, plural=CRD_PLURAL)
-        return resolve(named, crds, rows)
+        # only the CRDs asked for are kept: the others can be large
+        crds = [c for c in kube.list_all(version=CRD_API_VERSION, plural=CRD_PLURAL)
+                if crd_kind(c) in named or (c.get("metadata") or {}).get("name") == rows_api.KIND_CRD_NAME]
+        resolution = resolve(named, crds, kind_rows(settings, team=team_rows(kube, crds)))
     except ApiError as exc:
         if exc.status == 403:
             preflight(kube, settings)
         raise startup_error(kube, exc) from None
+    return _with_access(kube, settings, resolution)
 
 
-def kind_rows(settings: Settings) -> dict[Kind, Row]:
-    """The rows of this run, by kind: a platform team's (`--kind-rows`), then the shipped catalogue's. A bad row
-    is one warning naming it and why, and the others are served."""
+def _with_access(kube: Kube, settings: Settings, found: Resolution) -> Resolution:
+    """`found` without the custom kinds this identity may not read and write: each is named once, and the
+    policies naming it say why (InvalidSpec)."""
+    lacking = kinds_without_access(kube, settings, [h for k, h in found.handlers.items() if k not in BUILTIN])
+    for message in lacking.values():
+        log.error("%s", message, extra={"event": "kind-access"})
+    if not lacking:
+        return found
+    return Resolution({k: h for k, h in found.handlers.items() if k not in lacking}, {**found.unknown, **lacking},
+                      forbidden=tuple(sorted(lacking)))
+
+
+def team_rows(kube: Kube, crds: Sequence[dict[str, Any]]) -> list[Row]:
+    """The rows of the NSScalerKinds, where their CRD is served (a missing CRD is no error: no team rows). One that
+    cannot be read is one warning, and the run goes on with the other rows."""
+    if not any(rows_api.serves_kind_rows(c) for c in crds):
+        return []
+    try:
+        objs = list(kube.list_all(version=rows_api.KIND_API_VERSION, plural=rows_api.KIND_PLURAL))
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            log.warning("the NSScalerKinds were not read (%s): their rows are not used; grant nsscaler list on "
+                        "nsscalerkinds.operators.wubw.fun", exc, extra={"event": "kind-rows"})
+            return []
+        raise
+    rows, problems = rows_api.rows_of_objects(objs)
+    for problem in problems:
+        log.warning("%s", problem, extra={"event": "kind-rows"})
+    return rows
+
+
+def kind_rows(settings: Settings, *, team: Sequence[Row] = ()) -> dict[Kind, Row]:
+    """The rows of this run, by kind: a platform team's (`--kind-rows`, then the NSScalerKinds), then the shipped
+    catalogue's. A bad row is one warning naming it and why, and the others are served."""
     own: list[Row] = []
     if settings.kind_rows is not None:
         own, problems = read_rows(settings.kind_rows)
         for problem in problems:
             log.warning("%s", problem)
-    return merged(own, CATALOGUE)
+    return merged([*own, *team], CATALOGUE)
 
 
 #: Namespaces come in pages this many times the page size: they are small objects, and every page of a

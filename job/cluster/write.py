@@ -17,12 +17,14 @@ from typing import Any
 
 from job.cluster.access import explain_forbidden
 from job.cluster.kube import Kube
+from job.decide import trials
 from job.decide.actions import Action, ActionResult
 from job.decide.decision import Write
 from job.decide.events import Event
 from job.errors import ApiError, Conflict
 from job.model import policy as policy_api
 from job.model import wake as wake_api
+from job.model.kinds import Kind
 from job.model.settings import Settings
 from job.model.wake import Wake
 
@@ -50,9 +52,25 @@ def carry_out(kube: Kube, steps: Sequence[Sequence[Write]], *, settings: Setting
         sent = _send_all(kube, sendable, settings=settings, again=again, stop_at=stop_at, holding=holding)
         done.update((id(w.action), r) for w, r in zip(sendable, sent, strict=True))
         results += sent
-        results += [ActionResult(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
+        results += [_logged(w.action, "failed", f"{w.held_back} ({done[id(w.after)].message})")
                     for w in blocked if w.held_back and w.after is not None]
     return results
+
+
+def try_rows(kube: Kube, tries: Sequence[Action]) -> dict[Kind, tuple[Action, str]]:
+    """Each write of `tries` (`job.decide.trials`) sent with `dryRun=All`: the kinds whose freeze the API server
+    refuses, with the write tried and why. Any other answer (applied, a conflict, gone, not now) says nothing
+    against the row: the real write meets it."""
+    refused: dict[Kind, tuple[Action, str]] = {}
+    for action in tries:
+        handler, w = action.workload.handling, action.workload
+        try:
+            kube.patch(version=handler.api_version, plural=handler.plural, namespace=w.namespace, name=w.name,
+                       body=action.patch, dry_run=True)
+        except ApiError as exc:
+            if exc.status in trials.REFUSALS:
+                refused[w.kind] = (action, trials.refusal(action, str(exc)))
+    return refused
 
 
 def _send_all(kube: Kube, writes: list[Write], *, settings: Settings, again: Again,

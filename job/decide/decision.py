@@ -4,8 +4,10 @@ again after a 409 (`again`). No I/O, no clock: `now` is the run's instant, given
 The writes come in three steps, each sent concurrently once the one before it is done:
 1. the KEDA ScaledObjects of the workloads to restore are resumed, before their workloads come back (a
    resume that fails holds its restore back: a workload restored while KEDA holds it at 0 loses its count);
-2. the workloads' own changes: freezes, restores, adoptions;
-3. the ScaledObjects of the workloads frozen in step 2 are paused (only of those whose freeze went through).
+   and the operators of `pause` rows are paused (`job.decide.paused`);
+2. the workloads' own changes: freezes, restores, adoptions (a paused operator's StatefulSets after its pause);
+3. the ScaledObjects of the workloads frozen in step 2 are paused (only of those whose freeze went through);
+   and the operators whose StatefulSets came back in step 2 are resumed.
 An interrupted run therefore leaves either a frozen workload whose ScaledObject still scales (the next run
 freezes it again and pauses it) or a resumed ScaledObject whose workload still carries its record (the
 next run restores it); never a record lost.
@@ -19,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from job.decide import drain, pods, tiers
+from job.decide import drain, paused, pods, tiers
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
 from job.decide.contain import quarantine
@@ -156,15 +158,25 @@ def _steps(plan: Plan, found: Autoscalers) -> tuple[tuple[tuple[Write, ...], ...
         # restoring while a ScaledObject might hold the workload at 0 could lose its count
         why = f"not restored: the KEDA ScaledObjects could not be read ({found.scaled_objects_error})"
         refused = tuple(ActionResult(a, "failed", why) for a in restores)
-        return ((), tuple(Write(a) for a in plan.actions if a.verb is not Verb.RESTORE), ()), refused, []
+        first, then, _ = paused.ordered([a for a in plan.actions if a.verb is not Verb.RESTORE])
+        return (_writes(first), _writes(then), ()), refused, []
     keda = plan_scaled_objects(plan.actions, found.scaled_objects)
     resumed = {id(trigger): resume for resume, trigger in keda.resumes}
+    first, then, last = paused.ordered(plan.actions)
     workload_writes = tuple(
-        Write(a, after=resumed[id(a)], held_back=f"not restored: its ScaledObject {resumed[id(a)].workload.name} "
-                                                 f"could not be resumed") if id(a) in resumed else Write(a)
-        for a in plan.actions)
-    return (tuple(Write(resume, trigger=trigger) for resume, trigger in keda.resumes), workload_writes,
-            tuple(Write(pause, trigger=trigger, after=trigger) for pause, trigger in keda.pauses)), (), keda.problems
+        Write(o.action, after=resumed[id(o.action)], held_back=f"not restored: its ScaledObject "
+                                                               f"{resumed[id(o.action)].workload.name} could not be "
+                                                               f"resumed")
+        if id(o.action) in resumed else Write(o.action, after=o.after, held_back=o.held_back)
+        for o in then)
+    return ((*(Write(resume, trigger=trigger) for resume, trigger in keda.resumes), *_writes(first)),
+            workload_writes,
+            (*(Write(pause, trigger=trigger, after=trigger) for pause, trigger in keda.pauses), *_writes(last))), \
+        (), keda.problems
+
+
+def _writes(found: list[paused.Ordered]) -> tuple[Write, ...]:
+    return tuple(Write(o.action, after=o.after, held_back=o.held_back) for o in found)
 
 
 def _hpa_problems(freezes: list[Action], kept: list[tuple[str, Any]], found: Autoscalers) -> list[Problem]:

@@ -106,7 +106,9 @@ def tier_of(workload: Workload, order: Sequence[Kind], *, data_first: bool = Fal
 
 
 def is_data(workload: Workload) -> bool:
-    return bool(getattr(workload.handling, "data_tier", False))
+    """A data-tier kind, or a StatefulSet of a paused operator whose row is (it comes back with its operator)."""
+    paused = workload.paused_owner
+    return bool(getattr(workload.handling, "data_tier", False)) or bool(paused and paused.data_tier)
 
 
 def has_data(workloads: Iterable[Workload]) -> bool:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from job.model.kinds import BUILTIN, BUILTIN_NAMES, Kind, KindHandler, ReplicasHandler
+from job.model.kinds import BUILTIN, BUILTIN_NAMES, Kind, KindHandler, PausedBy, ReplicasHandler
 from job.model.kinds.field import FieldHandler
 from job.model.kinds.rows import Row, dotted
 
@@ -24,6 +24,8 @@ class Resolution:
 
     handlers: dict[Kind, KindHandler]
     unknown: dict[Kind, str]
+    #: of `unknown`, the kinds this identity may not read and write (a release cannot give them back: it stops)
+    forbidden: tuple[Kind, ...] = ()
 
 
 def _replica_path(text: str) -> tuple[str, ...] | None:
@@ -100,6 +102,12 @@ def _from_crd(kind: Kind, crd: dict[str, Any], row: Row | None) -> KindHandler |
                         value=row.freeze.value, row=row, data_tier=row.tier == "data")
 
 
+def crd_kind(crd: Mapping[str, Any]) -> Kind:
+    """The kind a CRD serves, as `spec.kinds` names it (`<Kind>.<group>`)."""
+    spec = crd.get("spec") or {}
+    return Kind(f"{(spec.get('names') or {}).get('kind')}.{spec.get('group')}")
+
+
 def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],
             rows: Mapping[Kind, Row] | None = None) -> Resolution:
     """Handlers for `kinds`: built-ins as they are, custom ones from their row (`rows`) and their CRD, or from
@@ -112,8 +120,7 @@ def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],
     custom = {k for k in kinds if k not in BUILTIN}
     by_name: dict[Kind, dict[str, Any]] = {}
     for crd in crds:  # keep only the CRDs asked for: the others can be large
-        names = (crd.get("spec") or {}).get("names") or {}
-        name = Kind(f"{names.get('kind')}.{(crd.get('spec') or {}).get('group')}")
+        name = crd_kind(crd)
         if name in custom:
             by_name[name] = crd
     for kind in sorted(custom):
@@ -129,4 +136,15 @@ def resolve(kinds: Iterable[Kind], crds: Iterable[dict[str, Any]],
             unknown[kind] = found
         else:
             handlers[kind] = found
-    return Resolution(handlers, unknown)
+    return Resolution(_with_paused(handlers), unknown)
+
+
+def _with_paused(handlers: dict[Kind, KindHandler]) -> dict[Kind, KindHandler]:
+    """The StatefulSet handler extended with the operator kinds of this run's `pause` rows, whose objects are
+    paused before the StatefulSets they control are scaled (`PausedBy`). Unchanged without such a row."""
+    paused = frozenset(PausedBy(k, h.data_tier) for k, h in handlers.items()
+                       if isinstance(h, FieldHandler) and h.row is not None and h.row.freeze.method == "pause")
+    if paused:
+        owned = handlers[Kind.STATEFULSET]
+        handlers[Kind.STATEFULSET] = replace(owned, paused_by=owned.paused_by | paused)  # type: ignore[type-var]
+    return handlers

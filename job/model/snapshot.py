@@ -45,3 +45,6 @@ class Snapshot:
     #: the policies being deleted, kept by a finalizer of nsscaler's until it has given back what they hold:
     #: they hold nothing (they are not in `policies`)
     leaving: tuple[Policy | InvalidPolicy, ...] = ()
+    #: why nsscaler may not read and write some custom kind a policy names (`job.cluster.read.discover`): a run
+    #: serves the other policies, a release (which must give everything back) stops
+    forbidden: tuple[str, ...] = ()

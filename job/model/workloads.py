@@ -15,7 +15,16 @@ from typing import Any
 
 from job.model import managed
 from job.model.activity import Change, last_user_change, parse_time
-from job.model.kinds import BUILTIN, Kind, KindHandler, MalformedRecord, RecordedKind, selecting_kinds
+from job.model.kinds import (
+    BUILTIN,
+    Kind,
+    KindHandler,
+    MalformedRecord,
+    PausedBy,
+    RecordedKind,
+    paused_owner,
+    selecting_kinds,
+)
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_FREED,
@@ -135,9 +144,18 @@ class Workload:
         return selecting_kinds(self.kind_handler, self.controller)
 
     @property
+    def paused_owner(self) -> PausedBy | None:
+        """The paused operator kind of its controller, when a `pause` row freezes it through that operator."""
+        if self.controller is None or not getattr(self.handler, "paused_by", None):
+            return None  # the common case, costing nothing: no pause row, or no controller
+        return paused_owner(self.kind_handler, self.controller)
+
+    @property
     def frozen_with_its_owner(self) -> bool:
-        """True when its controller owner is the one to freeze (a Deployment's ReplicaSet), never itself."""
-        return self.controller is not None and not self.kind_handler.freezes_controlled
+        """True when its controller owner is the one to freeze (a Deployment's ReplicaSet), never itself; not
+        when its owner is an operator paused before it is scaled."""
+        return (self.controller is not None and not self.kind_handler.freezes_controlled
+                and self.paused_owner is None)
 
     def record_is_valid(self) -> bool:
         if self.original is None:
@@ -216,7 +234,8 @@ def _recorded(handler: RecordedKind, obj: dict[str, Any], *, metadata_only: bool
         "last_user_change": last_user_change(meta),
         "controller": controller,
         "controller_name": controller_name,
-        "handler": None if handler.kind in BUILTIN else handler,
+        # a built-in kind's own handler is not kept per object; one a `pause` row extends is
+        "handler": None if BUILTIN.get(handler.kind) is handler else handler,
         "replicas_manager": _interned(managed.size_manager(fields, managed.size_path(handler.frozen_body()),
                                                            ignore=FIELD_MANAGER)),
         "gitops": managed.tool(annotations=annotations, labels=meta.get("labels") or {},

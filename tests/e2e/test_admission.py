@@ -382,13 +382,21 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
                                                                   "postgresql": {"version": "17"},
                                                                   "volume": {"size": "1Gi"}}},
         "PerconaXtraDBCluster": {"apiVersion": "pxc.percona.com/v1", "spec": {"crVersion": "1.18.0"}},
+        "RabbitmqCluster": {"apiVersion": "rabbitmq.com/v1beta1", "spec": {"replicas": 2}},
     }
     for kind, o in objects.items():
         api.create({"apiVersion": o["apiVersion"], "kind": kind, "spec": o["spec"],
                     "metadata": {"name": "x", "namespace": ns, "annotations": o.get("annotations", {})}})
+    # the StatefulSet the RabbitMQ operator makes for its cluster (the operator does not run here)
+    owned = builders.statefulset(ns, "x-server", 2)
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster",
+                                             "name": "x", "uid": api.get("RabbitmqCluster", "x", ns)["metadata"]["uid"],
+                                             "controller": True}]
+    api.create(owned)
     api.patch("Cluster", "x", {"status": {"phase": "Cluster in healthy state"}}, ns, sub="status")
     before = {kind: api.get(kind, "x", ns) for kind in objects}
-    kinds = ["Cluster.postgresql.cnpg.io", "postgresql.acid.zalan.do", "PerconaXtraDBCluster.pxc.percona.com"]
+    kinds = ["Cluster.postgresql.cnpg.io", "postgresql.acid.zalan.do", "PerconaXtraDBCluster.pxc.percona.com",
+             "RabbitmqCluster.rabbitmq.com"]
     try:
         wait_until(lambda: any("perconaxtradbclusters" in r.get("resources", [])
                                for r in api.get("ClusterRole", "nsscaler")["rules"]),
@@ -399,6 +407,10 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         assert api.get("Cluster", "x", ns)["metadata"]["annotations"]["cnpg.io/hibernation"] == "on"
         assert api.get("postgresql", "x", ns)["spec"]["numberOfInstances"] == 0
         assert api.get("PerconaXtraDBCluster", "x", ns)["spec"]["pause"] is True
+        assert api.get("RabbitmqCluster", "x", ns)["metadata"]["labels"]["rabbitmq.com/pauseReconciliation"] == "true"
+        assert api.replicas("StatefulSet", ns, "x-server") == 0
+        refused_by(nsscaler.patch(f"/apis/rabbitmq.com/v1beta1/namespaces/{ns}/rabbitmqclusters/x",
+                                  {"metadata": {"labels": {"team": "other"}}}), RUN_POLICY)
         path = f"/apis/postgresql.cnpg.io/v1/namespaces/{ns}/clusters/x"
         refused_by(nsscaler.patch(path, {"metadata": {"annotations": {"cnpg.io/reconciliationLoop": "disabled"}}}),
                    RUN_POLICY)
@@ -408,8 +420,42 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         assert back.exit_code == 0, back.stderr
         for kind, was in before.items():
             now = api.get(kind, "x", ns)
-            assert (now["spec"], now["metadata"].get("annotations")) == (was["spec"], was["metadata"].get(
-                "annotations")), kind
+            assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
+                was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
+        assert api.replicas("StatefulSet", ns, "x-server") == 2
     finally:
         api.delete("NSScaler", name)
         api.delete("ClusterRole", f"{prefix}operator-kinds")
+
+
+def test_a_teams_row_that_sets_more_than_a_count_is_refused_by_the_run_policy_and_named_once(
+        api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str, tmp_path: Path) -> None:
+    """The run admission policy is rendered from the shipped catalogue: on a kind a team adds, nsscaler's account
+    may change whole numbers of the spec only. A team's row that sets `spec.paused: true` is refused by it; the
+    try before use names the row once with the policy's message, and the other kinds are served."""
+    crds.install(api, [crds.PAUSED])
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"{prefix}pauseds", "labels": {"nsscaler.wubw.fun/aggregate-to-nsscaler": "true"}},
+            "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"], "verbs": ["list", "get", "patch"]}]}
+    api.create(role)
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(yaml.safe_dump([{"kind": "Paused.test.nsscaler.io", "versions": ["v1"],
+                                     "freeze": {"method": "field", "path": "spec.paused", "value": True}}]))
+    ns, name = prefix + "v1", f"{prefix}p"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Paused", ns, "svc", {"paused": False}))
+    api.create(builders.deployment(ns, "web", 2))
+    try:
+        wait_until(lambda: any("pauseds" in r.get("resources", [])
+                               for r in api.get("ClusterRole", "nsscaler")["rules"]),
+                   what="the team's rule folded into nsscaler's ClusterRole")
+        api.create(builders.nsscaler(name, prefix, [], kinds=["Paused.test.nsscaler.io", "Deployment"]))
+        result = run_job("--own-namespace", NAMESPACE, "--kind-rows", str(rows), kubeconfig=nsscaler.kubeconfig)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.count("Paused.test.nsscaler.io: its row cannot work here") == 1, result.stderr
+        assert RUN_POLICY in result.stderr, result.stderr
+        assert api.get("Paused", "svc", ns)["spec"] == {"paused": False}
+        assert api.replicas("Deployment", ns, "web") == 0, "the other kinds are served"
+    finally:
+        api.delete("NSScaler", name)
+        api.delete("ClusterRole", f"{prefix}pauseds")

@@ -42,7 +42,7 @@ NAMESPACE = "nsscaler"
 RELEASE = "nss"
 #: the one value every install must give: the chart has no default image
 IMAGE = "registry.example.com/platform/nsscaler"
-CRDS = ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun")
+CRDS = ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun", "nsscalerkinds.operators.wubw.fun")
 KEEP = "helm.sh/resource-policy"
 
 

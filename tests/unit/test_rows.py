@@ -32,6 +32,7 @@ CRD_OF = {
     "Pooler.postgresql.cnpg.io": "cloudnative-pg-1.28.0/postgresql.cnpg.io_poolers.yaml",
     "postgresql.acid.zalan.do": "postgres-operator-1.15.1/postgresql.crd.yaml",
     "PerconaXtraDBCluster.pxc.percona.com": "percona-xtradb-cluster-operator-1.18.0/perconaxtradbclusters.yaml",
+    "RabbitmqCluster.rabbitmq.com": "rabbitmq-cluster-operator-2.22.3/rabbitmq.com_rabbitmqclusters.yaml",
     "KafkaConnect.kafka.strimzi.io": "strimzi-1.2.0/041-Crd-kafkaconnect.yaml",
     "KafkaMirrorMaker2.kafka.strimzi.io": "strimzi-1.2.0/048-Crd-kafkamirrormaker2.yaml",
     "KafkaBridge.kafka.strimzi.io": "strimzi-1.2.0/046-Crd-kafkabridge.yaml",
@@ -135,6 +136,11 @@ def test_each_catalogue_row_resolves_against_its_operators_real_crd(kind):
         assert field is not None, f"{kind}: the CRD has no {'.'.join(handler.where)}"
         assert field["type"] == {bool: "boolean", int: "integer"}[type(row.freeze.value)]
         assert field.get("minimum", 0) <= (row.freeze.value if isinstance(row.freeze.value, int) else 0)
+    elif row.freeze.method == "pause":
+        assert isinstance(handler, FieldHandler) and handler.pauses_operator
+        assert handler.where[:2] == ("metadata", f"{row.freeze.marker}s")
+        owned = found.handlers[Kind.STATEFULSET]
+        assert {p.kind for p in owned.paused_by} == {row.kind}, "its StatefulSets are frozen through it"
     else:
         assert isinstance(handler, FieldHandler) and handler.where[:2] == ("metadata", "annotations")
     # its RBAC: list, get and patch, as every custom kind's

@@ -14,7 +14,7 @@ the record, where its Pod template is, when its controller reports it available,
 Nothing here calls the API or decides what to freeze. The names below are this package's public ones.
 """
 
-from job.model.kinds.handler import Guard, KindHandler, RecordedKind
+from job.model.kinds.handler import Guard, KindHandler, PausedBy, RecordedKind
 from job.model.kinds.kind import BUILTIN_NAMES, KIND_PATTERN, Kind, MalformedRecord
 from job.model.kinds.node_selector import NodeSelectorHandler
 from job.model.kinds.registry import (
@@ -23,6 +23,7 @@ from job.model.kinds.registry import (
     FOLLOWED,
     FREEZES_CONTROLLED,
     listed_for,
+    paused_owner,
     selecting_kinds,
 )
 from job.model.kinds.replicas import CLAIMS_KEPT, ReplicasHandler
@@ -30,6 +31,6 @@ from job.model.kinds.suspend import SuspendHandler
 
 __all__ = [
     "BUILTIN", "BUILTIN_GROUPS", "BUILTIN_NAMES", "CLAIMS_KEPT", "FOLLOWED", "FREEZES_CONTROLLED", "KIND_PATTERN",
-    "Guard", "Kind", "KindHandler", "MalformedRecord", "NodeSelectorHandler", "RecordedKind", "ReplicasHandler",
-    "SuspendHandler", "listed_for", "selecting_kinds",
+    "Guard", "Kind", "KindHandler", "MalformedRecord", "NodeSelectorHandler", "PausedBy", "RecordedKind",
+    "ReplicasHandler", "SuspendHandler", "listed_for", "paused_owner", "selecting_kinds",
 ]

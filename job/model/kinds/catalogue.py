@@ -7,8 +7,9 @@ row's versions; a platform team's row for the same kind (`--kind-rows`) replaces
 kustomize/components/operator-kinds (`make rows`) and its line in the docs' table is checked by a test.
 
 Not here, because they have no off switch a row can say: a Strimzi `Kafka` cluster (its brokers refuse 0
-replicas by schema, and its node pools cannot scale down while brokers hold partitions), and the kinds whose
-operator must be paused before the StatefulSets it owns are scaled (ECK, RabbitMQ, OT Redis).
+replicas by schema, and its node pools cannot scale down while brokers hold partitions). Of the kinds whose
+operator must be paused before the StatefulSets it owns are scaled, RabbitMQ's is here; ECK and OT Redis are
+not yet (their rows would be the same shape, with their own marker).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ CATALOGUE_DATA: list[dict[str, Any]] = [
      "tier": "data",
      "source": "percona/k8spxc-docs docs/pause.md: spec.pause true stops the cluster, its data kept",
      "checked": ["percona-xtradb-cluster-operator 1.18.0"]},
+    {"kind": "RabbitmqCluster.rabbitmq.com", "plural": "rabbitmqclusters", "versions": ["v1beta1"],
+     "freeze": {"method": "pause", "marker": "label", "key": "rabbitmq.com/pauseReconciliation", "value": "true"},
+     "tier": "data",
+     "source": "rabbitmq/cluster-operator internal/controller/rabbitmqcluster_controller.go: the label "
+               "rabbitmq.com/pauseReconciliation=true stops its reconciling (kubectl rabbitmq pause-reconciliation "
+               "sets it), so the StatefulSet it owns stays at the replicas nsscaler sets; the PVCs are kept",
+     "checked": ["RabbitMQ cluster operator 2.22.3"],
+     "note": "the operator's pause is a label, not an annotation"},
     {"kind": "KafkaConnect.kafka.strimzi.io", "plural": "kafkaconnects", "versions": ["v1"],
      "freeze": {"method": "scale"},
      "source": _STRIMZI_SOURCE, "checked": ["Strimzi 1.2.0"]},

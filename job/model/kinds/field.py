@@ -42,6 +42,11 @@ class FieldHandler(Served):
     row: Row | None = None
     record_key: str = ANNOTATION_ORIGINAL_VALUE
 
+    @property
+    def pauses_operator(self) -> bool:
+        """Its freeze pauses an operator before the StatefulSets its object controls are scaled (`pause`)."""
+        return self.row is not None and self.row.freeze.method == "pause"
+
     def size_of(self, obj: dict[str, Any]) -> int:
         return 0 if at(obj, self.where) == self.value else 1
 

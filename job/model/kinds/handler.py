@@ -64,6 +64,9 @@ class KindHandler(RecordedKind, Protocol):
     def data_tier(self) -> bool:
         """Given back before the apps of its namespace when no restore order says otherwise (`job.decide.tiers`)."""
     @property
+    def paused_by(self) -> frozenset[PausedBy]:
+        """The operator kinds paused before the objects of this kind they control are scaled (`PausedBy`)."""
+    @property
     def followed(self) -> bool:
         """LISTed by the Pod census to follow owner chains (else the run's own reads seed it, or the chain
         ends there)."""
@@ -138,6 +141,9 @@ class Served:
     #: given back before the apps of its namespace when no restore order says otherwise (a database: its row's
     #: tier, `job.model.kinds.rows`)
     data_tier: bool = field(default=False, kw_only=True)
+    #: the operator kinds whose objects are paused before the ones of this kind they control are scaled
+    #: (a `pause` row: `job.model.kinds.rows`)
+    paused_by: frozenset[PausedBy] = field(default=frozenset(), kw_only=True)
 
     @property
     def api_version(self) -> str:
@@ -155,6 +161,16 @@ class Served:
         """None when its freeze has taken effect as far as the object says (an operator's own condition); else
         what it says instead."""
         return None
+
+
+@dataclass(frozen=True)
+class PausedBy:
+    """An operator kind whose objects are paused (a `pause` row) before the StatefulSets they control are scaled
+    to 0: such a StatefulSet is frozen, and selected, through its operator's object alone, and comes back in
+    its tier (`data_tier`: its row's)."""
+
+    kind: Kind
+    data_tier: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from job.model.kinds.handler import KindHandler
+from job.model.kinds.handler import KindHandler, PausedBy
 from job.model.kinds.kind import Kind
 from job.model.kinds.node_selector import NodeSelectorHandler
 from job.model.kinds.replicas import CLAIMS_KEPT, ReplicasHandler
@@ -40,9 +40,21 @@ BUILTIN_GROUPS = frozenset(h.group for h in BUILTIN.values())
 FREEZES_CONTROLLED = frozenset(str(k) for k, h in BUILTIN.items() if h.freezes_controlled)
 
 
+def paused_owner(handler: KindHandler, controller: str | None) -> PausedBy | None:
+    """The paused operator kind whose object controls this one (`controller`: the kind an ownerReference names,
+    without its group), if the run serves one."""
+    if controller is None:
+        return None
+    return next((p for p in handler.paused_by if p.kind.short == controller), None)
+
+
 def selecting_kinds(handler: KindHandler, controller: str | None) -> frozenset[Kind]:
     """The kinds a policy may select to freeze one object: its own, or its controller's where that
-    controller's freeze does not stop it (a CronJob's Job)."""
+    controller's freeze does not stop it (a CronJob's Job); only its operator's kind where that operator is
+    paused before it is scaled (never frozen on its own while its operator runs)."""
+    paused = paused_owner(handler, controller)
+    if paused is not None:
+        return frozenset({paused.kind})
     if controller is not None and controller in handler.owner_selects:
         return frozenset({handler.kind, Kind(controller)})
     return frozenset({handler.kind})
@@ -50,4 +62,5 @@ def selecting_kinds(handler: KindHandler, controller: str | None) -> frozenset[K
 
 def listed_for(handler: KindHandler, selected: frozenset[Kind]) -> bool:
     """Whether a LIST of this kind must return every object (else only those with our record)."""
-    return handler.kind in selected or bool(handler.owner_selects & selected)
+    return (handler.kind in selected or bool(handler.owner_selects & selected)
+            or any(p.kind in selected for p in handler.paused_by))

@@ -6,12 +6,15 @@ without code (`--kind-rows`, a file or a mounted ConfigMap): `parse_rows` valida
 row is one line naming it and the reason, and the others are served. A row becomes a handler only against the
 kind's CRD (`Row.handler`): a row whose CRD is not served, or serves none of its versions, is inactive.
 
-Three ways to freeze, the vocabulary of the catalogue:
+Four ways to freeze, the vocabulary of the catalogue:
 - `scale`: the replica field to 0 (the CRD's `specReplicasPath`, or `path`); the record is the count before;
 - `field`: a spec field set to `value` (`spec.numberOfInstances: 0`, `spec.pause: true`);
-- `annotation`: an annotation the operator owns set to `value` (`cnpg.io/hibernation: "on"`).
-For `field` and `annotation` the record is the value before, as JSON (`null`: absent), so the restore gives back
-exactly that value or removes the field. Values only: nothing here calls the API.
+- `annotation`: an annotation the operator owns set to `value` (`cnpg.io/hibernation: "on"`);
+- `pause`: the operator paused by an annotation or a label (`marker`) set to `value` on its object, then the
+  StatefulSets it controls scaled to 0 as any StatefulSet is (each with its own record); given back in reverse:
+  the StatefulSets first, then the marker (`job.decide.decision` orders the writes).
+For `field`, `annotation` and `pause` the record is the value before, as JSON (`null`: absent), so the restore
+gives back exactly that value or removes it. Values only: nothing here calls the API.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from job.model.kinds.kind import BUILTIN_NAMES, Kind
 
 _PATH = re.compile(r"(spec|status|metadata)(\.[A-Za-z0-9_-]+)+")
 _ANNOTATION_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?")
 #: what every row needs: LIST (metadata) and GET (whole objects) to read, PATCH to freeze and give back
 VERBS = ("list", "get", "patch")
@@ -46,11 +50,14 @@ class _Strict(BaseModel):
 class Freeze(_Strict):
     """How one object is frozen. `path` (scale, field) is dotted under `spec`; `key` names an annotation."""
 
-    method: Literal["scale", "field", "annotation"]
+    method: Literal["scale", "field", "annotation", "pause"]
     path: str | None = Field(default=None, description="scale: the replica field (default: the CRD's "
                                                        "specReplicasPath); field: the field to set")
-    key: str | None = Field(default=None, description="annotation: its key")
-    value: Scalar | None = Field(default=None, description="field, annotation: the value that means frozen")
+    key: str | None = Field(default=None, description="annotation, pause: the annotation's (or label's) key")
+    value: Scalar | None = Field(default=None, description="field, annotation, pause: the value that means "
+                                                           "frozen (paused)")
+    marker: Literal["annotation", "label"] = Field(default="annotation", description="pause: whether the "
+                                                   "operator reads an annotation or a label")
 
     @model_validator(mode="after")
     def _complete(self) -> Freeze:
@@ -58,11 +65,16 @@ class Freeze(_Strict):
             raise ValueError(f"freeze.path {self.path!r} is not a dotted path under spec (spec.replicas)")
         if self.method == "field" and (self.path is None or self.value is None):
             raise ValueError("freeze by field needs path and value")
-        if self.method == "annotation":
+        if self.method in ("annotation", "pause"):
             if self.key is None or not _ANNOTATION_KEY.fullmatch(self.key) or not isinstance(self.value, str):
-                raise ValueError("freeze by annotation needs key (an annotation key) and value (a string)")
+                raise ValueError(f"freeze by {self.method} needs key (an annotation or label key) and value "
+                                 f"(a string)")
             if self.key.startswith("nsscaler.wubw.fun/"):
-                raise ValueError("freeze by annotation cannot use nsscaler's own annotations")
+                raise ValueError(f"freeze by {self.method} cannot use nsscaler's own annotations and labels")
+        if self.method == "pause" and self.marker == "label" and not _LABEL_VALUE.fullmatch(str(self.value)):
+            raise ValueError(f"freeze by pause: {self.value!r} is not a label value")
+        if self.method != "pause" and self.marker != "annotation":
+            raise ValueError("marker is for freeze by pause only")
         if self.method == "scale" and self.value is not None:
             raise ValueError("freeze by scale sets the replica field to 0: no value")
         return self
@@ -70,8 +82,10 @@ class Freeze(_Strict):
     @property
     def where(self) -> tuple[str, ...]:
         """Where in the object the freeze writes (scale: known from the CRD, so empty here)."""
-        if self.method == "annotation":
+        if self.method == "annotation" or (self.method == "pause" and self.marker == "annotation"):
             return ("metadata", "annotations", str(self.key))
+        if self.method == "pause":
+            return ("metadata", "labels", str(self.key))
         return dotted(self.path) if self.path else ()
 
 
@@ -197,6 +211,36 @@ def read_rows(path: Path) -> tuple[list[Row], list[str]]:
         for row in found:
             if any(r.kind == row.kind for r in rows):
                 problems.append(f"kind rows {file}: the row of {row.kind} ignored: {row.kind} has a row already")
+            else:
+                rows.append(row)
+    return rows, problems
+
+
+#: the NSScalerKind API: the rows a platform team adds as cluster-scoped objects (kustomize/base/kind-crd.yaml)
+KIND_GROUP, KIND_VERSION, KIND_PLURAL = "operators.wubw.fun", "v1alpha1", "nsscalerkinds"
+KIND_API_VERSION = f"{KIND_GROUP}/{KIND_VERSION}"
+KIND_CRD_NAME = f"{KIND_PLURAL}.{KIND_GROUP}"
+
+
+def serves_kind_rows(crd: Mapping[str, Any]) -> bool:
+    """Whether `crd` is the NSScalerKind CRD and serves the version nsscaler reads."""
+    spec = crd.get("spec") or {}
+    return (crd.get("metadata") or {}).get("name") == KIND_CRD_NAME and any(
+        v.get("name") == KIND_VERSION and v.get("served") for v in spec.get("versions") or [])
+
+
+def rows_of_objects(objs: Iterable[Mapping[str, Any]]) -> tuple[list[Row], list[str]]:
+    """The rows of NSScalerKind objects (each one's spec is a row), in name order, and one line per bad one naming
+    it and why. Two objects for one kind: the first by name wins, and the other is named."""
+    rows: list[Row] = []
+    problems: list[str] = []
+    for obj in sorted(objs, key=lambda o: str((o.get("metadata") or {}).get("name"))):
+        name = (obj.get("metadata") or {}).get("name")
+        found, bad = parse_rows([obj.get("spec")], origin=f"NSScalerKind {name}")
+        problems += bad
+        for row in found:
+            if any(r.kind == row.kind for r in rows):
+                problems.append(f"NSScalerKind {name}: ignored: {row.kind} has a row already")
             else:
                 rows.append(row)
     return rows, problems
