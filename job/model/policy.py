@@ -17,7 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from job.errors import unexpected
-from job.model import windows
+from job.model import calendar, windows
+from job.model import exceptions as exceptions_api
+from job.model.exceptions import ExceptionSpec
 from job.model.kinds import Kind
 
 GROUP = "operators.wubw.fun"
@@ -167,6 +169,8 @@ class PolicySpec(BaseModel):
     #: between runs, what the API server does with a request that would start Pods in a namespace this policy holds
     #: (`job.decide.hold`): refuse it, admit it with a warning, or nothing. Absent from the Go operator's CRs: "deny"
     hold: Literal["deny", "warn", "off"] = "deny"
+    #: days the family is held all day, or released, whatever the windows say (`job.model.calendar`)
+    exceptions: tuple[ExceptionSpec, ...] = Field(default=(), max_length=exceptions_api.MAX_EXCEPTIONS)
 
     @field_validator("restore_wait")
     @classmethod
@@ -256,6 +260,10 @@ class Policy:
     uid: str = ""
     status: dict[str, Any] = field(default_factory=dict, compare=False)
     life: Lifecycle = field(default_factory=Lifecycle, compare=False)
+    #: the events of each ICS calendar its exceptions name, as the run read them (`with_calendars`); a calendar
+    #: not read counts no day
+    calendar_events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]] = field(default_factory=dict,
+                                                                                      compare=False)
 
     def in_scope(self, namespace: str) -> bool:
         return namespace.startswith(self.spec.scope_prefix)
@@ -278,9 +286,16 @@ class Policy:
 
     @functools.cached_property
     def schedule(self) -> windows.Schedule:
-        """When this policy holds (hold_windows, time_zone, until); validated with the spec."""
+        """When this policy holds (hold_windows, time_zone, until, exceptions); validated with the spec."""
+        days = exceptions_api.build(self.spec.exceptions, tz=windows.zone(self.spec.time_zone),
+                                    events=self.calendar_events) if self.spec.exceptions else None
         return windows.Schedule(windows=tuple(windows.parse_window(w) for w in self.spec.hold_windows),
-                                zone_name=self.spec.time_zone, until=self.spec.until)
+                                zone_name=self.spec.time_zone, until=self.spec.until, calendar=days)
+
+    @property
+    def calendars(self) -> list[exceptions_api.ConfigMapKey]:
+        """The ConfigMap keys its exceptions read ICS calendars from."""
+        return exceptions_api.names_calendars(self.spec.exceptions)
 
 
 @dataclass(frozen=True)
@@ -348,4 +363,35 @@ def without_unknown_kinds(policies: Sequence[Policy | InvalidPolicy],
             out.append(InvalidPolicy(p.name, p.generation, message, p.uid, p.status, p.life))
         else:
             out.append(p)
+    return out
+
+
+#: what a read of one ConfigMap key gave: its text, or why there is none (missing ConfigMap or key, no access)
+CalendarText = str | calendar.InvalidCalendar
+
+
+def with_calendars(policies: Sequence[Policy | InvalidPolicy],
+                   texts: Mapping[tuple[str, str, str], CalendarText]) -> list[Policy | InvalidPolicy]:
+    """Each policy naming ICS calendars with their events; one whose calendar is missing or broken becomes
+    invalid, naming the exception and the fix, and the others are served."""
+    out: list[Policy | InvalidPolicy] = []
+    for p in policies:
+        if not isinstance(p, Policy) or not p.calendars:
+            out.append(p)
+            continue
+        events, problems = {}, []
+        for index, spec in enumerate(p.spec.exceptions):
+            if spec.calendar is None:
+                continue
+            text = texts.get(spec.calendar.ref, calendar.InvalidCalendar("was not read"))
+            try:
+                if isinstance(text, calendar.InvalidCalendar):
+                    raise text
+                events[spec.calendar.ref] = calendar.parse_ics(text)
+            except calendar.InvalidCalendar as exc:
+                problems.append(f"spec.exceptions.{index}.calendar: {spec.calendar.words()} {exc}")
+        if problems:
+            out.append(InvalidPolicy(p.name, p.generation, "; ".join(problems), p.uid, p.status, p.life))
+        else:
+            out.append(replace(p, calendar_events=events))
     return out
