@@ -16,12 +16,14 @@ Days are worked out one calendar year at a time and kept on the `Calendar` for t
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import holidays as holiday_data
-from dateutil import rrule as rfc5545
+import icalendar
+from dateutil import rrule as rfc5545  # type: ignore[import-untyped]  # no stubs shipped
 
 HOLD: Literal["hold"] = "hold"
 RELEASE: Literal["release"] = "release"
@@ -63,11 +65,24 @@ def check_rule(text: str) -> str:
     if split:
         raise InvalidCalendar(f"rrule {text!r}: {', '.join(split)} split a day; exceptions are whole days, remove it")
     try:
-        rfc5545.rrulestr(body, dtstart=dt.datetime(2000, 1, 1))
+        recurrence(body, dt.datetime(2000, 1, 1))
     except (ValueError, TypeError) as exc:
         raise InvalidCalendar(f"rrule {text!r} is not an RFC 5545 rule ({exc}); write e.g. "
                               f"\"FREQ=WEEKLY;BYDAY=SA,SU\"") from None
     return body
+
+
+_UNTIL = re.compile(r"UNTIL=(\d{8})(T\d{6})?(Z?)")
+
+
+def recurrence(text: str, start: dt.datetime) -> Any:
+    """The rule's occurrences from `start`. RFC 5545 wants UNTIL in UTC exactly when the start has a zone; a
+    calendar that writes it the other way means the same day, so UNTIL is read to match the start."""
+    def until(match: re.Match[str]) -> str:
+        day, time = match[1], match[2] or "T235959"
+        return f"UNTIL={day}{time}{'Z' if start.tzinfo is not None else ''}"
+
+    return rfc5545.rrulestr(_UNTIL.sub(until, text), dtstart=start)
 
 
 def check_country(country: str, subdivision: str | None) -> None:
@@ -116,7 +131,7 @@ class Rule:
     excluded: frozenset[dt.date] = frozenset()
 
     def spans(self, year: int, tz: dt.tzinfo) -> Iterator[Span]:
-        rule = rfc5545.rrulestr(self.text, dtstart=dt.datetime.combine(self.start, dt.time()))
+        rule = recurrence(self.text, dt.datetime.combine(self.start, dt.time()))
         for when in rule.between(dt.datetime(year, 1, 1), dt.datetime(year + 1, 1, 1), inc=True):
             if when.date() not in self.excluded:
                 yield Span(when.date(), when.date())
@@ -156,7 +171,7 @@ class Event:
             yield from [self.start, *self.added]
             return
         begin = _as_datetime(self.start)
-        rule = rfc5545.rrulestr(self.rule, dtstart=begin)
+        rule = recurrence(self.rule, begin)
         low = dt.datetime(year - 1, 12, 30) - length  # an occurrence begun before the year may reach into it
         high = dt.datetime(year + 1, 1, 2)
         if begin.tzinfo is not None:
@@ -273,8 +288,6 @@ def _label(exception: Exception_, source: Source, day: dt.date) -> str:
 
 def parse_ics(text: str) -> tuple[Event, ...]:
     """The VEVENTs of an ICS calendar; InvalidCalendar saying what is wrong with the text otherwise."""
-    import icalendar  # only policies that name a calendar pay for the parser
-
     try:
         calendar = icalendar.Calendar.from_ical(text)
         events = [_event(component) for component in calendar.walk("VEVENT")]
@@ -322,7 +335,7 @@ def _with_overrides(found: Sequence[tuple[Event, Any]]) -> tuple[Event, ...]:
     events = []
     for event, (uid, recurrence_id) in found:
         if recurrence_id is None and uid in moved and event.rule is not None:
-            event = Event(event.summary, event.start, event.end, event.rule, (*event.excluded, *moved[uid]),
-                          event.added)
-        events.append(event)
+            events.append(replace(event, excluded=(*event.excluded, *moved[uid])))
+        else:
+            events.append(event)
     return tuple(events)
