@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from job.decide.holding import holds_now
+from job.decide.release import released
 from job.model import calendar
 from job.model.policy import InvalidPolicy, Policy, parse, with_calendars
 from tests.unit.factories import DEFAULT_KINDS
@@ -117,8 +120,6 @@ def test_which_wins_on_a_day_does_not_depend_on_the_order(exceptions, expected):
 
 
 def test_until_and_suspend_win_over_an_exception():
-    from job.decide.holding import holds_now
-
     held = {"action": "hold", "date": "2026-12-24"}
     assert not policy(held, until="2026-12-24T06:00:00Z").schedule.holds(at("2026-12-24T12:00:00Z"))
     assert not holds_now(policy(held, suspend=True), at("2026-12-24T12:00:00Z"))
@@ -177,8 +178,6 @@ def with_ics(text: str | calendar.InvalidCalendar, zone: str = "Europe/Berlin") 
 
 
 def days_held(p: Policy, first: dt.date, days: int, zone: str) -> list[dt.date]:
-    from zoneinfo import ZoneInfo
-
     return [d for d in (first + dt.timedelta(days=n) for n in range(days))
             if p.schedule.holds(dt.datetime.combine(d, dt.time(12), tzinfo=ZoneInfo(zone)))]
 
@@ -255,3 +254,12 @@ def test_a_policy_without_exceptions_is_as_it_was():
     p = policy(windows=("Mon 09:00-10:00",))
     assert p.schedule.calendar is None and p.calendars == []
     assert p.schedule.next_change(at("2026-12-07T08:00:00Z")) == at("2026-12-07T09:00:00Z")
+
+
+def test_a_release_ignores_calendars():
+    """`nsscaler release` gives back everything at once: a day an exception holds holds nothing then."""
+    p = policy({"action": "hold", "date": "2026-12-24"}, windows=("Sat 10:00-11:00",))
+    now = at("2026-12-24T12:00:00Z")
+    assert holds_now(p, now)
+    [given_back] = released([p], now=now, wait=dt.timedelta(minutes=5))
+    assert not holds_now(given_back, now) and given_back.schedule.calendar is None

@@ -1,0 +1,183 @@
+"""Holidays and exceptions against the real control plane: the clock is the run's own `now` parameter, fixed on
+days whose holidays are known (Easter 2027 in Brandenburg), so the same runs give the same result any day.
+
+The ICS calendar lives in a real ConfigMap, read by the run with its own request."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import requests
+
+from devtools import builders
+from devtools.builders import AdminApi
+from devtools.cluster import controlplane
+from job import run
+from job.cluster.kube import Kube
+from job.model.settings import Settings
+from job.report import namespace_table
+
+
+def run_at(plane: controlplane.ControlPlane, now: dt.datetime) -> run.RunReport:
+    """One run as cluster admin at the instant `now`."""
+    settings = Settings(kubeconfig=plane.admin_kubeconfig)
+    return run.run(Kube(settings), settings, now=now)
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text)
+
+
+def family(api: AdminApi, prefix: str) -> tuple[str, str]:
+    """`<prefix>v1` (held when the policy holds, 3 replicas) and `<prefix>v2` (its active one)."""
+    for suffix in ("v1", "v2"):
+        api.create(builders.namespace(prefix + suffix))
+        api.create(builders.deployment(prefix + suffix, "web", 3))
+    return prefix + "v1", prefix + "v2"
+
+
+def ready(api: AdminApi, name: str) -> dict[str, Any]:
+    return next(c for c in api.status(name)["conditions"] if c["type"] == "Ready")
+
+
+def test_a_family_is_held_all_day_on_a_public_holiday_and_released_on_a_release_weekend(api: AdminApi,
+                                                                                         control_plane, prefix):
+    """Brandenburg, Easter 2027: Good Friday (26th) held all day though the windows hold only at night; the
+    release weekend (27th-28th) released, also on Easter Sunday, a holiday (release wins); Easter Monday held;
+    Tuesday noon outside the windows, released."""
+    held, active = family(api, prefix)
+    name = f"{prefix}easter"
+    api.create(builders.nsscaler(name, prefix, ["v2"], hold_windows=["Mon-Fri 19:00-07:00"],
+                                 time_zone="Europe/Berlin", exceptions=[
+                                     {"action": "hold", "holidays": {"country": "DE", "subdivision": "BB"}},
+                                     {"action": "release", "name": "release weekend", "date": "2027-03-27",
+                                      "end": "2027-03-28"}]))
+
+    friday = run_at(control_plane, at("2027-03-26T12:00:00Z"))  # 13:00 in Berlin: no window open
+    assert friday.exit_code == 0, friday.problems
+    assert api.replicas("Deployment", held, "web") == 0 and api.replicas("Deployment", active, "web") == 3
+    status = api.status(name)
+    assert status["holding"] is True
+    assert status["exception"] == {"date": "2027-03-26", "action": "hold",
+                                   "name": "DE-BB public holidays: Good Friday"}
+    assert status["nextException"] == {"date": "2027-03-27", "action": "release", "name": "release weekend"}
+    assert status["nextChange"] == "2027-03-26T23:00:00Z"  # Berlin's midnight: the release weekend begins
+    [line] = [row for row in namespace_table(friday).splitlines() if row.startswith("*")]
+    assert "calendar: today held all day on 2027-03-26 (DE-BB public holidays: Good Friday)" in line
+    assert "next exception: released all day on 2027-03-27 (release weekend)" in line
+    started = [e for e in api.list("Event", "default", fieldSelector="reason=ExceptionStarted")
+               if e["involvedObject"]["name"] == name]
+    assert [e["message"].split(":")[0] for e in started] == ["held all day on 2027-03-26 (DE-BB public holidays"]
+
+    again = run_at(control_plane, at("2027-03-26T18:00:00Z"))  # the same day: no second Event
+    assert again.exit_code == 0 and again.count("applied") == 0
+    assert len([e for e in api.list("Event", "default", fieldSelector="reason=ExceptionStarted")
+                if e["involvedObject"]["name"] == name]) == 1
+
+    for when, day in (("2027-03-27T12:00:00Z", "2027-03-27"), ("2027-03-28T12:00:00Z", "2027-03-28")):
+        weekend = run_at(control_plane, at(when))
+        assert weekend.exit_code == 0, weekend.problems
+        assert api.replicas("Deployment", held, "web") == 3, when
+        status = api.status(name)
+        assert status["holding"] is False and status["exception"]["action"] == "release"
+        assert status["exception"]["date"] == day and status["exception"]["name"] == "release weekend"
+        assert "holds nothing: released all day on" in ready(api, name)["message"]
+    assert api.status(name)["nextChange"] == "2027-03-28T22:00:00Z"  # summer time: midnight is 22:00Z now
+
+    monday = run_at(control_plane, at("2027-03-29T12:00:00Z"))
+    assert monday.exit_code == 0, monday.problems
+    assert api.replicas("Deployment", held, "web") == 0
+    assert api.status(name)["exception"]["name"] == "DE-BB public holidays: Easter Monday"
+
+    tuesday = run_at(control_plane, at("2027-03-30T10:00:00Z"))  # 12:00 in Berlin, a working day
+    assert tuesday.exit_code == 0, tuesday.problems
+    assert api.replicas("Deployment", held, "web") == 3
+    status = api.status(name)
+    assert "exception" not in status and status["holding"] is False
+    assert status["nextChange"] == "2027-03-30T17:00:00Z"  # 19:00 CEST, the window
+
+
+ICS = "\r\n".join([
+    "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//shop//freeze//EN",
+    "BEGIN:VEVENT", "UID:freeze@shop", "SUMMARY:Stocktaking", "DTSTART;VALUE=DATE:20270104",
+    "DTEND;VALUE=DATE:20270105", "RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=4", "EXDATE;VALUE=DATE:20270111", "END:VEVENT",
+    "END:VCALENDAR", ""])
+
+
+def configmap(ns: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+
+
+def test_a_broken_calendar_is_reported_with_the_fix_while_another_policy_is_served(api: AdminApi, control_plane,
+                                                                                 prefix):
+    held, _ = family(api, prefix)
+    other = f"{prefix}o-"
+    api.create(builders.namespace(other + "v1"))
+    api.create(builders.deployment(other + "v1", "web", 2))
+    ops = prefix + "ops"
+    api.create(builders.namespace(ops))
+    name, served = f"{prefix}ics", f"{prefix}other"
+    ref = {"name": "freeze", "namespace": ops, "key": "shop.ics"}
+    api.create(builders.nsscaler(name, prefix, ["v2"], hold_windows=["Sat 00:00-01:00"],
+                                 exceptions=[{"action": "hold", "calendar": ref}]))
+    api.create(builders.nsscaler(served, other, []))
+    monday = at("2027-01-04T12:00:00Z")
+
+    missing = run_at(control_plane, monday)
+    assert missing.exit_code == 1  # the run finished, something failed: an invalid CR
+    assert api.replicas("Deployment", other + "v1", "web") == 0  # the other policy was served
+    assert api.replicas("Deployment", held, "web") == 3
+    message = ready(api, name)["message"]
+    assert ready(api, name)["reason"] == "InvalidSpec"
+    assert message == (f"spec.exceptions.0.calendar: ConfigMap {ops}/freeze key shop.ics does not exist: create it "
+                       f"(kubectl -n {ops} create configmap freeze --from-file=...) or fix the name")
+
+    api.create(configmap(ops, "freeze", {"other.ics": ICS}))
+    assert run_at(control_plane, monday).exit_code == 1
+    assert "has no key 'shop.ics' (its keys: other.ics)" in ready(api, name)["message"]
+
+    api.patch("ConfigMap", "freeze", {"data": {"shop.ics": "BEGIN:VCALENDAR\r\nnot a calendar\r\n"}}, ops)
+    assert run_at(control_plane, monday).exit_code == 1
+    assert "is not an RFC 5545 calendar" in ready(api, name)["message"]
+    assert api.replicas("Deployment", other + "v1", "web") == 0
+
+    api.patch("ConfigMap", "freeze", {"data": {"shop.ics": ICS}}, ops)
+    fixed = run_at(control_plane, monday)
+    assert fixed.exit_code == 0, fixed.problems
+    assert api.replicas("Deployment", held, "web") == 0  # Stocktaking Monday: held all day
+    assert api.status(name)["exception"] == {"date": "2027-01-04", "action": "hold",
+                                             "name": f"ConfigMap {ops}/freeze key shop.ics: Stocktaking"}
+    assert api.status(name)["nextException"]["date"] == "2027-01-18"  # the 11th is an EXDATE
+    assert run_at(control_plane, at("2027-01-11T12:00:00Z")).exit_code == 0
+    assert api.replicas("Deployment", held, "web") == 3
+
+
+def test_a_policy_naming_no_calendar_reads_no_configmap(api: AdminApi, control_plane, prefix):
+    """The steady state's requests are the same with exceptions as without: only a calendar costs a GET."""
+    family(api, prefix)
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"], exceptions=[
+        {"action": "release", "date": "2027-01-01", "rrule": "FREQ=YEARLY;BYMONTH=1;BYMONTHDAY=1"}]))
+    assert run_at(control_plane, at("2027-01-02T12:00:00Z")).exit_code == 0
+    steady = run_at(control_plane, at("2027-01-02T12:05:00Z"))
+    assert steady.exit_code == 0 and "get" not in steady.requests, steady.requests
+
+
+def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
+    def post(*exceptions: dict[str, Any]) -> requests.Response:
+        obj = builders.nsscaler(f"{prefix}p", prefix, [], exceptions=list(exceptions))
+        return api.http.post(api.url("NSScaler", None), json=obj, timeout=30)
+
+    for exception, words in (
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=SECONDLY"}, "needs FREQ=DAILY"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;BYHOUR=3"}, "split a day"),
+            ({"action": "hold", "holidays": {"country": "de"}}, "ISO 3166 country code in capitals"),
+            ({"action": "hold", "date": "27-1-1"}, "must be a date such as"),
+            ({"action": "later", "date": "2027-01-01"}, "Unsupported value"),
+            ({"action": "hold"}, "name the days with date"),
+            ({"action": "hold", "date": "2027-01-02", "end": "2027-01-01"}, "end goes with date alone"),
+            ({"action": "hold", "date": "2027-01-01", "holidays": {"country": "DE"}}, "not with holidays"),
+            ({"action": "hold", "calendar": {"name": "x", "namespace": "y"}}, "spec.exceptions[0].calendar.key")):
+        refused = post(exception)
+        assert refused.status_code == 422 and words in refused.text, (exception, refused.text)
+    assert not api.exists("NSScaler", f"{prefix}p")
