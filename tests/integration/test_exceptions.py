@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
 import requests
 
 from devtools import builders
@@ -17,6 +18,8 @@ from job import run
 from job.cluster.kube import Kube
 from job.model.settings import Settings
 from job.report import namespace_table
+
+pytestmark = pytest.mark.usefixtures("crd")  # the CRD of this tree: its schema is part of what is tested
 
 
 def run_at(plane: controlplane.ControlPlane, now: dt.datetime) -> run.RunReport:
