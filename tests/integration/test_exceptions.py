@@ -18,6 +18,7 @@ from job import run
 from job.cluster.kube import Kube
 from job.model.settings import Settings
 from job.report import namespace_table
+from tests.users import plugin
 
 pytestmark = pytest.mark.usefixtures("crd")  # the CRD of this tree: its schema is part of what is tested
 
@@ -72,6 +73,12 @@ def test_a_family_is_held_all_day_on_a_public_holiday_and_released_on_a_release_
     started = [e for e in api.list("Event", "default", fieldSelector="reason=ExceptionStarted")
                if e["involvedObject"]["name"] == name]
     assert [e["message"].split(":")[0] for e in started] == ["held all day on 2027-03-26 (DE-BB public holidays"]
+
+    shown = plugin(control_plane.admin_kubeconfig, "status", name)
+    assert shown.returncode == 0, shown.stderr
+    assert ("  next change: 2027-03-26T23:00:00Z\n"
+            "  today: held all day on 2027-03-26 (DE-BB public holidays: Good Friday)\n"
+            "  next exception: released all day on 2027-03-27 (release weekend)\n") in shown.stdout, shown.stdout
 
     again = run_at(control_plane, at("2027-03-26T18:00:00Z"))  # the same day: no second Event
     assert again.exit_code == 0 and again.count("applied") == 0
@@ -184,3 +191,24 @@ def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
         refused = post(exception)
         assert refused.status_code == 422 and words in refused.text, (exception, refused.text)
     assert not api.exists("NSScaler", f"{prefix}p")
+
+
+def test_a_wake_wakes_a_namespace_an_exception_holds(api: AdminApi, control_plane, prefix):
+    """A Wake is judged on the held namespace whatever holds it: here a day the policy holds all day though its
+    only window is hours away. The Wake's end counts from its real creation, so the run's `now` is the real one
+    (today and tomorrow are both exception days: a run just past midnight is still inside one)."""
+    held, _ = family(api, prefix)
+    now = dt.datetime.now(dt.UTC)
+    later = now + dt.timedelta(hours=6)
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"], hold_windows=[f"{later:%H}:00-{later:%H}:30"],
+                                 exceptions=[{"action": "hold", "name": "stocktaking", "date": f"{now:%Y-%m-%d}",
+                                              "end": f"{now + dt.timedelta(days=1):%Y-%m-%d}"}]))
+    assert run_at(control_plane, now).exit_code == 0
+    assert api.replicas("Deployment", held, "web") == 0
+    assert api.status(f"{prefix}p")["exception"]["name"] == "stocktaking"
+
+    api.create(builders.wake(held, "1h", requestedBy="admin"))
+    woken = run_at(control_plane, dt.datetime.now(dt.UTC))
+    assert woken.exit_code == 0, woken.problems
+    assert api.replicas("Deployment", held, "web") == 3
+    assert api.get("Wake", "w", held)["status"]["state"] == "Active"
