@@ -7,11 +7,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import yaml
 
 from job.decide.holding import holds_now
 from job.decide.release import released
 from job.model import calendar
 from job.model.policy import InvalidPolicy, Policy, parse, with_calendars
+from tests.conftest import ROOT
 from tests.unit.factories import DEFAULT_KINDS
 
 
@@ -263,3 +265,19 @@ def test_a_release_ignores_calendars():
     assert holds_now(p, now)
     [given_back] = released([p], now=now, wait=dt.timedelta(minutes=5))
     assert not holds_now(given_back, now) and given_back.schedule.calendar is None
+
+
+def test_the_sample_is_a_valid_policy_and_its_calendar_reads():
+    """kustomize/samples/holidays.yaml, as docs/operating/exceptions.md shows it."""
+    configmap, obj = yaml.safe_load_all((ROOT / "kustomize/samples/holidays.yaml").read_text())
+    ref = (configmap["metadata"]["namespace"], configmap["metadata"]["name"], "shop.ics")
+    [p] = with_calendars([parse(obj, default_kinds=DEFAULT_KINDS)], {ref: configmap["data"]["shop.ics"]})
+    assert isinstance(p, Policy), p
+    thursday = at("2027-03-25T12:00:00Z")  # a working day by day: no window, no exception
+    assert not p.schedule.holds(thursday)
+    assert p.schedule.next_exception(thursday).names == ("DE-BY public holidays: Good Friday",)
+    assert p.schedule.exception(at("2027-03-30T12:00:00Z")).names == (
+        "ConfigMap nsscaler/shop-calendar key shop.ics: Stocktaking",)
+    assert p.schedule.exception(at("2027-03-29T12:00:00Z")).names == (
+        "DE-BY public holidays: Easter Monday", "ConfigMap nsscaler/shop-calendar key shop.ics: Stocktaking")
+    assert p.schedule.holds(at("2027-03-30T12:00:00Z")) and not p.schedule.holds(at("2027-04-03T12:00:00Z"))
