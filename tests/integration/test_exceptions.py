@@ -45,6 +45,30 @@ def ready(api: AdminApi, name: str) -> dict[str, Any]:
     return next(c for c in api.status(name)["conditions"] if c["type"] == "Ready")
 
 
+def seen_before_it_happens(api: AdminApi, plane: controlplane.ControlPlane, name: str,
+                           friday: run.RunReport) -> None:
+    """Good Friday's run: the status, the dry-run table, the plugin and the Event name today's exception, the next
+    one and the next change."""
+    status = api.status(name)
+    assert status["holding"] is True
+    assert status["exception"] == {"date": "2027-03-26", "action": "hold",
+                                   "name": "DE-BB public holidays: Good Friday"}
+    assert status["nextException"] == {"date": "2027-03-27", "action": "release", "name": "release weekend"}
+    assert status["nextChange"] == "2027-03-26T23:00:00Z"  # Berlin's midnight: the release weekend begins
+    [line] = [row for row in namespace_table(friday).splitlines() if row.startswith("*")]
+    assert "calendar: today held all day on 2027-03-26 (DE-BB public holidays: Good Friday)" in line
+    assert "next exception: released all day on 2027-03-27 (release weekend)" in line
+    started = [e for e in api.list("Event", "default", fieldSelector="reason=ExceptionStarted")
+               if e["involvedObject"]["name"] == name]
+    assert [e["message"].split(":")[0] for e in started] == ["held all day on 2027-03-26 (DE-BB public holidays"]
+
+    shown = plugin(plane.admin_kubeconfig, "status", name)
+    assert shown.returncode == 0, shown.stderr
+    assert ("  next change: 2027-03-26T23:00:00Z\n"
+            "  today: held all day on 2027-03-26 (DE-BB public holidays: Good Friday)\n"
+            "  next exception: released all day on 2027-03-27 (release weekend)\n") in shown.stdout, shown.stdout
+
+
 def test_a_family_is_held_all_day_on_a_public_holiday_and_released_on_a_release_weekend(api: AdminApi,
                                                                                          control_plane, prefix):
     """Brandenburg, Easter 2027: Good Friday (26th) held all day though the windows hold only at night; the
@@ -61,24 +85,7 @@ def test_a_family_is_held_all_day_on_a_public_holiday_and_released_on_a_release_
     friday = run_at(control_plane, at("2027-03-26T12:00:00Z"))  # 13:00 in Berlin: no window open
     assert friday.exit_code == 0, friday.problems
     assert api.replicas("Deployment", held, "web") == 0 and api.replicas("Deployment", active, "web") == 3
-    status = api.status(name)
-    assert status["holding"] is True
-    assert status["exception"] == {"date": "2027-03-26", "action": "hold",
-                                   "name": "DE-BB public holidays: Good Friday"}
-    assert status["nextException"] == {"date": "2027-03-27", "action": "release", "name": "release weekend"}
-    assert status["nextChange"] == "2027-03-26T23:00:00Z"  # Berlin's midnight: the release weekend begins
-    [line] = [row for row in namespace_table(friday).splitlines() if row.startswith("*")]
-    assert "calendar: today held all day on 2027-03-26 (DE-BB public holidays: Good Friday)" in line
-    assert "next exception: released all day on 2027-03-27 (release weekend)" in line
-    started = [e for e in api.list("Event", "default", fieldSelector="reason=ExceptionStarted")
-               if e["involvedObject"]["name"] == name]
-    assert [e["message"].split(":")[0] for e in started] == ["held all day on 2027-03-26 (DE-BB public holidays"]
-
-    shown = plugin(control_plane.admin_kubeconfig, "status", name)
-    assert shown.returncode == 0, shown.stderr
-    assert ("  next change: 2027-03-26T23:00:00Z\n"
-            "  today: held all day on 2027-03-26 (DE-BB public holidays: Good Friday)\n"
-            "  next exception: released all day on 2027-03-27 (release weekend)\n") in shown.stdout, shown.stdout
+    seen_before_it_happens(api, control_plane, name, friday)
 
     again = run_at(control_plane, at("2027-03-26T18:00:00Z"))  # the same day: no second Event
     assert again.exit_code == 0 and again.count("applied") == 0
