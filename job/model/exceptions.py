@@ -3,7 +3,8 @@
 Each exception names its days one way (`date` with an optional `end`, `rrule` from `date`, `holidays`, or
 `calendar`: an ICS text in a ConfigMap) and what they do (`action: hold` or `release`). The days themselves
 are `job.model.calendar`'s; an ICS text comes from the run's read of the ConfigMap it names
-(`job.cluster.calendars`), and a policy whose calendar is missing or broken is invalid, alone.
+(`job.cluster.calendars`), and a policy whose calendar is missing or broken is invalid, alone
+(`job.model.calendars`).
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ class Policy:
     uid: str = ""
     status: dict[str, Any] = field(default_factory=dict, compare=False)
     life: Lifecycle = field(default_factory=Lifecycle, compare=False)
-    #: the events of each ICS calendar its exceptions name, as the run read them (`with_calendars`); a calendar
+    #: the events of each ICS calendar its exceptions name, as the run read them (`job.model.calendars`); a calendar
     #: not read counts no day
     calendar_events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]] = field(default_factory=dict,
                                                                                       compare=False)
@@ -365,33 +365,3 @@ def without_unknown_kinds(policies: Sequence[Policy | InvalidPolicy],
             out.append(p)
     return out
 
-
-#: what a read of one ConfigMap key gave: its text, or why there is none (missing ConfigMap or key, no access)
-CalendarText = str | calendar.InvalidCalendar
-
-
-def with_calendars(policies: Sequence[Policy | InvalidPolicy],
-                   texts: Mapping[tuple[str, str, str], CalendarText]) -> list[Policy | InvalidPolicy]:
-    """Each policy naming ICS calendars with their events; one whose calendar is missing or broken becomes
-    invalid, naming the exception and the fix, and the others are served."""
-    out: list[Policy | InvalidPolicy] = []
-    for p in policies:
-        if not isinstance(p, Policy) or not p.calendars:
-            out.append(p)
-            continue
-        events, problems = {}, []
-        for index, spec in enumerate(p.spec.exceptions):
-            if spec.calendar is None:
-                continue
-            text = texts.get(spec.calendar.ref, calendar.InvalidCalendar("was not read"))
-            try:
-                if isinstance(text, calendar.InvalidCalendar):
-                    raise text
-                events[spec.calendar.ref] = calendar.parse_ics(text)
-            except calendar.InvalidCalendar as exc:
-                problems.append(f"spec.exceptions.{index}.calendar: {spec.calendar.words()} {exc}")
-        if problems:
-            out.append(InvalidPolicy(p.name, p.generation, "; ".join(problems), p.uid, p.status, p.life))
-        else:
-            out.append(replace(p, calendar_events=events))
-    return out

@@ -12,7 +12,8 @@ import yaml
 from job.decide.holding import holds_now
 from job.decide.release import released
 from job.model import calendar
-from job.model.policy import InvalidPolicy, Policy, parse, with_calendars
+from job.model.calendars import with_calendars
+from job.model.policy import InvalidPolicy, Policy, parse
 from tests.conftest import ROOT
 from tests.unit.factories import DEFAULT_KINDS
 
