@@ -188,7 +188,20 @@ class Event:
             yield _covered(start, length, tz)
 
 
-Source = Dates | Rule | Holidays | Event
+@dataclass(frozen=True)
+class Recorded:
+    """A day as the last run recorded it (`status.exception`, `status.nextException`): what the waker and the
+    plugin, which read no ConfigMap, know of the days of a calendar."""
+
+    day: dt.date
+    name: str
+
+    def spans(self, year: int, tz: dt.tzinfo) -> Iterator[Span]:
+        if self.day.year == year:
+            yield Span(self.day, self.day)
+
+
+Source = Dates | Rule | Holidays | Event | Recorded
 
 
 def _length(start: dt.date | dt.datetime, end: dt.date | dt.datetime) -> dt.timedelta:
@@ -283,6 +296,8 @@ def _label(exception: Exception_, source: Source, day: dt.date) -> str:
         return f"{exception.label}: {holiday}" if holiday else exception.label
     if isinstance(source, Event) and source.summary:
         return f"{exception.label}: {source.summary}"
+    if isinstance(source, Recorded):
+        return source.name
     return exception.label
 
 

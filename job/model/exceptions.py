@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -133,9 +134,31 @@ def names_calendars(specs: Sequence[ExceptionSpec]) -> list[ConfigMapKey]:
 
 
 def build(specs: Sequence[ExceptionSpec], *, tz: dt.tzinfo,
-          events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]]) -> calendar.Calendar:
-    """The policy's calendar from its exceptions and the ICS events read for it (none for a calendar not read)."""
-    return calendar.Calendar(tuple(calendar.Exception_(s.action, s.label, _sources(s, events)) for s in specs), tz)
+          events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]],
+          status: Mapping[str, Any]) -> calendar.Calendar:
+    """The policy's calendar from its exceptions and the ICS events read for it. Where a calendar was not read
+    (outside the run: the waker, the plugin), the days the last run recorded in `status` stand in for it."""
+    found = [calendar.Exception_(s.action, s.label, _sources(s, events)) for s in specs]
+    if any(s.calendar is not None and s.calendar.ref not in events for s in specs):
+        found += recorded(status)
+    return calendar.Calendar(tuple(found), tz)
+
+
+def recorded(status: Mapping[str, Any]) -> list[calendar.Exception_]:
+    """`status.exception` and `status.nextException` as exceptions of one day each; nothing from a status that
+    does not read as one."""
+    out = []
+    for key in ("exception", "nextException"):
+        entry = status.get(key)
+        if not isinstance(entry, dict) or entry.get("action") not in (calendar.HOLD, calendar.RELEASE):
+            continue
+        try:
+            day = dt.date.fromisoformat(str(entry.get("date")))
+        except ValueError:
+            continue
+        name = str(entry.get("name") or "")[:512]
+        out.append(calendar.Exception_(entry["action"], name, (calendar.Recorded(day, name),)))
+    return out
 
 
 def _sources(spec: ExceptionSpec, events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]],

@@ -288,7 +288,7 @@ class Policy:
     def schedule(self) -> windows.Schedule:
         """When this policy holds (hold_windows, time_zone, until, exceptions); validated with the spec."""
         days = exceptions_api.build(self.spec.exceptions, tz=windows.zone(self.spec.time_zone),
-                                    events=self.calendar_events) if self.spec.exceptions else None
+                                    events=self.calendar_events, status=self.status) if self.spec.exceptions else None
         return windows.Schedule(windows=tuple(windows.parse_window(w) for w in self.spec.hold_windows),
                                 zone_name=self.spec.time_zone, until=self.spec.until, calendar=days)
 

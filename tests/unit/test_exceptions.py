@@ -282,3 +282,22 @@ def test_the_sample_is_a_valid_policy_and_its_calendar_reads():
     assert p.schedule.exception(at("2027-03-29T12:00:00Z")).names == (
         "DE-BY public holidays: Easter Monday", "ConfigMap nsscaler/shop-calendar key shop.ics: Stocktaking")
     assert p.schedule.holds(at("2027-03-30T12:00:00Z")) and not p.schedule.holds(at("2027-04-03T12:00:00Z"))
+
+
+def test_outside_the_run_a_calendar_not_read_counts_the_days_the_last_run_recorded():
+    """The waker and the plugin read no ConfigMap: for a policy naming a calendar they take the days its status
+    records (today's exception and the next), so they say who holds a namespace as the run does."""
+    spec = {"scope_prefix": "shop-", "hold_windows": ["Mon 03:00-03:01"],
+            "exceptions": [{"action": "hold", "calendar": {"namespace": "ops", "name": "holidays", "key": "shop.ics"}}]}
+    status = {"exception": {"date": "2027-01-04", "action": "hold", "name": "ConfigMap ops/holidays: Stocktaking"},
+              "nextException": {"date": "2027-01-18", "action": "hold", "name": "ConfigMap ops/holidays: Stocktaking"}}
+    outside = parse({"metadata": {"name": "p"}, "spec": spec, "status": status}, default_kinds=DEFAULT_KINDS)
+    assert outside.schedule.holds(at("2027-01-04T12:00:00Z")) and outside.schedule.holds(at("2027-01-18T12:00:00Z"))
+    assert not outside.schedule.holds(at("2027-01-11T12:00:00Z"))
+    assert outside.schedule.next_change(at("2027-01-04T12:00:00Z")) == at("2027-01-05T00:00:00Z")
+    # the run reads the calendar itself: what it read decides, not what it recorded before
+    [read] = with_calendars([outside], {REF: ICS})
+    assert not read.schedule.holds(at("2027-01-04T12:00:00Z"))
+    broken = parse({"metadata": {"name": "p"}, "spec": spec, "status": {"exception": {"date": "x", "action": "hold"}}},
+                   default_kinds=DEFAULT_KINDS)
+    assert not broken.schedule.holds(at("2027-01-04T12:00:00Z"))
