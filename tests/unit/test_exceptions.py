@@ -8,6 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from job.decide.holding import holds_now
 from job.decide.release import released
@@ -15,6 +18,7 @@ from job.model import calendar
 from job.model.calendars import with_calendars
 from job.model.policy import InvalidPolicy, Policy, parse
 from tests.conftest import ROOT
+from tests.unit.examples import examples
 from tests.unit.factories import DEFAULT_KINDS
 
 
@@ -91,6 +95,14 @@ def test_a_day_the_clocks_fall_back_lasts_25_hours():
     p = policy({"action": "release", "date": "2026-10-25"}, zone="Europe/Berlin")
     assert p.schedule.next_change(at("2026-10-24T12:00:00Z")) == at("2026-10-24T22:00:00Z")
     assert p.schedule.next_change(at("2026-10-24T22:00:00Z")) == at("2026-10-25T23:00:00Z")
+
+
+def test_a_window_starting_in_the_skipped_hour_opens_when_the_clock_jumps_also_with_exceptions():
+    """On 2026-03-29 Berlin's clocks jump from 02:00 to 03:00: a 02:30-03:30 window opens at the jump (01:00Z),
+    as without exceptions; a far-away exception does not change that."""
+    p = policy({"action": "release", "date": "2026-12-24"}, zone="Europe/Berlin", windows=("02:30-03:30",))
+    assert p.schedule.next_change(at("2026-03-29T00:00:00Z")) == at("2026-03-29T01:00:00Z")
+    assert p.schedule.next_change(at("2026-03-29T01:00:00Z")) == at("2026-03-29T01:30:00Z")
 
 
 # --- Which wins ------------------------------------------------------------------------------------------
@@ -301,3 +313,36 @@ def test_outside_the_run_a_calendar_not_read_counts_the_days_the_last_run_record
     broken = parse({"metadata": {"name": "p"}, "spec": spec, "status": {"exception": {"date": "x", "action": "hold"}}},
                    default_kinds=DEFAULT_KINDS)
     assert not broken.schedule.holds(at("2027-01-04T12:00:00Z"))
+
+
+_days = st.dates(min_value=dt.date(2026, 1, 1), max_value=dt.date(2027, 12, 31))
+_exception_st = st.one_of(
+    st.builds(lambda a, d, n: {"action": a, "date": d.isoformat(), "end": (d + dt.timedelta(days=n)).isoformat()},
+              st.sampled_from(["hold", "release"]), _days, st.integers(0, 9)),
+    st.builds(lambda a, d: {"action": a, "date": d.isoformat(), "rrule": "FREQ=WEEKLY;BYDAY=SA,SU;COUNT=6"},
+              st.sampled_from(["hold", "release"]), _days),
+    st.builds(lambda a, c: {"action": a, "holidays": {"country": c}}, st.sampled_from(["hold", "release"]),
+              st.sampled_from(["DE", "US", "CL", "AU"])),
+)
+
+
+@hyp_settings(max_examples=examples(100), deadline=None)
+@given(st.lists(_exception_st, min_size=1, max_size=3),
+       st.lists(st.sampled_from(["Mon-Fri 19:00-07:00", "Sat 00:00-24:00", "02:30-03:30"]), max_size=2),
+       st.sampled_from(["UTC", "Europe/Berlin", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata"]),
+       st.datetimes(min_value=dt.datetime(2026, 1, 1), max_value=dt.datetime(2027, 12, 31),
+                    timezones=st.just(dt.UTC)),
+       st.lists(st.floats(0, 1, exclude_max=True), min_size=1, max_size=8))
+def test_with_exceptions_the_hold_changes_only_at_its_next_change(exceptions, windows, zone, now, fractions):
+    """For any now, zone (clocks that skip midnight, half-hour shifts) and mix of exceptions and windows: holding
+    stays as it is until next_change, and differs there."""
+    chosen = policy(*exceptions, zone=zone, windows=tuple(windows)).schedule
+    current = chosen.holds(now)
+    change = chosen.next_change(now)
+    end = change or now + dt.timedelta(days=60)
+    span = int((end - now).total_seconds())
+    for fraction in fractions:  # whole seconds strictly before the change
+        assert chosen.holds(now + dt.timedelta(seconds=max(0, min(int(span * fraction), span - 1)))) is current
+    if change is not None:
+        assert change > now
+        assert chosen.holds(change) is not current
