@@ -320,6 +320,9 @@ def _event(component: Any) -> tuple[Event, Any]:
     if start is None:
         raise InvalidCalendar(f"event {str(component.get('SUMMARY', ''))!r} has no DTSTART")
     begin = start.dt
+    if not 1970 <= begin.year < 9000:  # a recurrence counted from the year 1 would cost millions of steps a year
+        raise InvalidCalendar(f"event {str(component.get('SUMMARY', ''))!r} starts in {begin.year}; nsscaler reads "
+                              f"events from 1970 to before 9000")
     if component.get("DTEND") is not None:
         end = component.get("DTEND").dt
     elif component.get("DURATION") is not None:

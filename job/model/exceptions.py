@@ -23,6 +23,8 @@ MAX_EXCEPTIONS = 50
 MAX_EXDATES = 366
 #: the longest date range one exception may name (`date` to `end`)
 MAX_RANGE_DAYS = 366
+#: the days an exception may name: a rule counted from the year 1 would cost the run millions of steps a year
+FIRST_DAY, LAST_DAY = dt.date(1970, 1, 1), dt.date(9000, 1, 1)
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
@@ -85,6 +87,13 @@ class ExceptionSpec(BaseModel):
     exdates: tuple[dt.date, ...] = Field(default=(), max_length=MAX_EXDATES)
     holidays: HolidaySource | None = None
     calendar: ConfigMapKey | None = None
+
+    @field_validator("date", "end")
+    @classmethod
+    def _date_in_range(cls, value: dt.date | None) -> dt.date | None:
+        if value is not None and not FIRST_DAY <= value < LAST_DAY:
+            raise ValueError(f"{value} is outside the days nsscaler reads ({FIRST_DAY} to before {LAST_DAY})")
+        return value
 
     @field_validator("rrule")
     @classmethod

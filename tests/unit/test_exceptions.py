@@ -346,3 +346,16 @@ def test_with_exceptions_the_hold_changes_only_at_its_next_change(exceptions, wi
     if change is not None:
         assert change > now
         assert chosen.holds(change) is not current
+
+
+@pytest.mark.parametrize("exception", [
+    pytest.param({"action": "hold", "date": "0001-01-01", "rrule": "FREQ=DAILY"}, id="rule-from-year-1"),
+    pytest.param({"action": "hold", "date": "2026-01-01", "end": "9999-01-01"}, id="end-in-9999"),
+])
+def test_days_far_from_now_are_refused(exception):
+    assert "outside the days nsscaler reads (1970-01-01 to before 9000-01-01)" in invalid(exception)
+
+
+def test_an_ics_event_from_the_year_1_is_refused():
+    found = with_ics(ICS.replace("DTSTART;VALUE=DATE:20270329", "DTSTART;VALUE=DATE:00010329"))
+    assert isinstance(found, InvalidPolicy) and "starts in 1; nsscaler reads events from 1970" in found.message
