@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -127,6 +128,29 @@ def test_job_as_the_overlays_service_account_freezes_restores_and_writes_status(
     assert api.replicas("StatefulSet", prefix + "v1", "s-db") == 1
 
 
+def test_the_service_account_reads_the_calendar_a_policy_names(api, sa_kubeconfig, prefix):
+    """An ICS calendar in a ConfigMap of another namespace, read with the installed account's own token (the
+    ClusterRole's `get` on ConfigMaps): its all-day event today and tomorrow holds the family, though the policy's
+    only window is hours away."""
+    make_family(api, prefix, {"v1": {"d-web": 2}, "v2": {"d-web": 1}})
+    ops = prefix + "ops"
+    api.create(builders.namespace(ops))
+    today = dt.datetime.now(dt.UTC)
+    ics = "\r\n".join(["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//shop//e2e//EN", "BEGIN:VEVENT",
+                        "UID:e2e@shop", "SUMMARY:Inventory", f"DTSTART;VALUE=DATE:{today:%Y%m%d}",
+                        f"DTEND;VALUE=DATE:{today + dt.timedelta(days=2):%Y%m%d}", "END:VEVENT", "END:VCALENDAR", ""])
+    api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "calendar", "namespace": ops},
+                "data": {"shop.ics": ics}})
+    later = today + dt.timedelta(hours=6)
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"], hold_windows=[f"{later:%H}:00-{later:%H}:30"],
+                                 exceptions=[{"action": "hold", "calendar": {"namespace": ops, "name": "calendar",
+                                                                             "key": "shop.ics"}}]))
+    result = run_as_cronjob(sa_kubeconfig)
+    assert result.returncode == 0, result.stderr
+    assert api.replicas("Deployment", prefix + "v1", "d-web") == 0
+    assert api.status(f"{prefix}p")["exception"]["name"] == f"ConfigMap {ops}/calendar key shop.ics: Inventory"
+
+
 @pytest.mark.versions
 def test_service_account_has_exactly_what_the_job_needs(control_plane, api: AdminApi, sa_kubeconfig, prefix):
     token = yaml.safe_load(sa_kubeconfig.read_text())["users"][0]["user"]["token"]
@@ -155,7 +179,8 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, api: Admi
               ("rbac.authorization.k8s.io", "clusterroles", "escalate"), ("", "users", "impersonate"),
               ("", "serviceaccounts", "impersonate"), ("operators.wubw.fun", "nsscalers", "delete"),
               ("operators.wubw.fun", "wakes", "delete"), ("operators.wubw.fun", "wakes", "create"),
-              ("", "pods", "delete"), ("", "pods", "create")]
+              ("", "pods", "delete"), ("", "pods", "create"), ("", "configmaps", "list"),
+              ("", "configmaps", "watch"), ("", "configmaps", "update")]
     for group, resource, verb in denied:
         assert not allowed(group, resource, verb), f"the job must not {verb} {resource}"
     # and for real, not only in review: the API server refuses these requests
