@@ -277,7 +277,8 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
-    policies = calendars.with_calendars(policies, calendar_reads.calendars(kube, policies))
+    policies = calendars.with_calendars(policies, calendar_reads.calendars(kube, policies,
+                                                                       namespace=settings.own_namespace))
     custom = [h for k, h in kinds.handlers.items() if k not in BUILTIN]
     try:
         namespaces = read.namespaces(kube)

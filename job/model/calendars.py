@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from job.model import calendar
+from job.model.exceptions import CalendarRef
 from job.model.policy import InvalidPolicy, Policy
 
 #: what a read of one ConfigMap key gave: its text, or why there is none (missing ConfigMap or key, no access)
@@ -17,7 +18,7 @@ CalendarText = str | calendar.InvalidCalendar
 
 
 def with_calendars(policies: Sequence[Policy | InvalidPolicy],
-                   texts: Mapping[tuple[str, str, str], CalendarText]) -> list[Policy | InvalidPolicy]:
+                   texts: Mapping[CalendarRef, CalendarText]) -> list[Policy | InvalidPolicy]:
     """Each policy naming ICS calendars with their events; one whose calendar is missing or broken becomes
     invalid, naming the exception and the fix, and the others are served."""
     out: list[Policy | InvalidPolicy] = []

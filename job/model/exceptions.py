@@ -25,7 +25,6 @@ MAX_EXDATES = 366
 MAX_RANGE_DAYS = 366
 #: the days an exception may name: a rule counted from the year 1 would cost the run millions of steps a year
 FIRST_DAY, LAST_DAY = dt.date(1970, 1, 1), dt.date(9000, 1, 1)
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 
@@ -44,31 +43,42 @@ class HolidaySource(BaseModel):
         return self
 
 
+#: a calendar's ConfigMap name and key; the ConfigMap is always in nsscaler's own namespace
+CalendarRef = tuple[str, str]
+
+
 class ConfigMapKey(BaseModel):
-    """`calendar`: the ICS text kept under `key` in ConfigMap `name` in `namespace`."""
+    """`calendar`: the ICS text kept under `key` in ConfigMap `name` in nsscaler's own namespace. There is no
+    `namespace`: nsscaler may read ConfigMaps only there (a Role in its namespace, not a ClusterRole), so that a
+    run never reads other teams' configuration, and whoever may write the calendar is who may write nsscaler."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, max_length=253)
-    namespace: str = Field(min_length=1, max_length=63)
     key: str = Field(min_length=1, max_length=253)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_namespace(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "namespace" in value:
+            raise ValueError("a calendar names no namespace: put its ConfigMap in nsscaler's own namespace (the "
+                             "only one nsscaler may read ConfigMaps in) and leave namespace out")
+        return value
 
     @model_validator(mode="after")
     def _names(self) -> ConfigMapKey:
         if not _DNS_SUBDOMAIN.fullmatch(self.name):
             raise ValueError(f"name {self.name!r} is not a ConfigMap name (lower-case letters, digits, '-', '.')")
-        if not _DNS_LABEL.fullmatch(self.namespace):
-            raise ValueError(f"namespace {self.namespace!r} is not a namespace name")
         if not _KEY.fullmatch(self.key):
             raise ValueError(f"key {self.key!r} is not a ConfigMap key (letters, digits, '-', '_', '.')")
         return self
 
     @property
-    def ref(self) -> tuple[str, str, str]:
-        return (self.namespace, self.name, self.key)
+    def ref(self) -> CalendarRef:
+        return (self.name, self.key)
 
     def words(self) -> str:
-        return f"ConfigMap {self.namespace}/{self.name} key {self.key}"
+        return f"ConfigMap {self.name} key {self.key}"
 
 
 class ExceptionSpec(BaseModel):
@@ -143,7 +153,7 @@ def names_calendars(specs: Sequence[ExceptionSpec]) -> list[ConfigMapKey]:
 
 
 def build(specs: Sequence[ExceptionSpec], *, tz: dt.tzinfo,
-          events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]],
+          events: Mapping[CalendarRef, tuple[calendar.Event, ...]],
           status: Mapping[str, Any]) -> calendar.Calendar:
     """The policy's calendar from its exceptions and the ICS events read for it. Where a calendar was not read
     (outside the run: the waker, the plugin), the days the last run recorded in `status` stand in for it."""
@@ -170,7 +180,7 @@ def recorded(status: Mapping[str, Any]) -> list[calendar.Exception_]:
     return out
 
 
-def _sources(spec: ExceptionSpec, events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]],
+def _sources(spec: ExceptionSpec, events: Mapping[CalendarRef, tuple[calendar.Event, ...]],
              ) -> tuple[calendar.Source, ...]:
     if spec.holidays is not None:
         return (calendar.Holidays(spec.holidays.country, spec.holidays.subdivision),)

@@ -262,8 +262,8 @@ class Policy:
     life: Lifecycle = field(default_factory=Lifecycle, compare=False)
     #: the events of each ICS calendar its exceptions name, as the run read them (`job.model.calendars`); a calendar
     #: not read counts no day
-    calendar_events: Mapping[tuple[str, str, str], tuple[calendar.Event, ...]] = field(default_factory=dict,
-                                                                                      compare=False)
+    calendar_events: Mapping[exceptions_api.CalendarRef, tuple[calendar.Event, ...]] = field(default_factory=dict,
+                                                                                         compare=False)
 
     def in_scope(self, namespace: str) -> bool:
         return namespace.startswith(self.spec.scope_prefix)

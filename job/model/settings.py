@@ -77,8 +77,9 @@ class Settings(BaseSettings):
     protected_namespaces: Annotated[list[str], NoDecode] = Field(
         default=["kube-system"], description="namespaces nsscaler never touches, whatever a policy says")
     own_namespace: str | None = Field(
-        default=None, description="namespace the job runs in (never touched; the CronJob sets it from the "
-                                  "downward API; in a pod it defaults to the ServiceAccount's namespace)")
+        default=None, description="namespace the job runs in (never touched; the ICS calendars policies name are "
+                                  "read from ConfigMaps there; the CronJob sets it from the downward API; in a pod "
+                                  "it defaults to the ServiceAccount's namespace)")
     pod_name: str | None = Field(
         default=None, description="the Pod the run runs in, which the run Lease names (the CronJob sets it from the "
                                   "downward API; default: the host's name)")

@@ -181,12 +181,12 @@ ICS = "\r\n".join([
     "SUMMARY:Late review (moved)", "DTSTART;TZID=America/New_York:20270114T100000",
     "DTEND;TZID=America/New_York:20270114T110000", "END:VEVENT",
     "END:VCALENDAR", ""])
-REF = ("ops", "holidays", "shop.ics")
+REF = ("holidays", "shop.ics")
 
 
 def with_ics(text: str | calendar.InvalidCalendar, zone: str = "Europe/Berlin") -> Policy | InvalidPolicy:
     # a window at 03:00 on Mondays only: at noon, only the calendar holds
-    p = policy({"action": "hold", "calendar": {"namespace": "ops", "name": "holidays", "key": "shop.ics"}},
+    p = policy({"action": "hold", "calendar": {"name": "holidays", "key": "shop.ics"}},
                zone=zone, windows=("Mon 03:00-03:01",))
     [found] = with_calendars([p], {REF: text})
     return found
@@ -207,7 +207,7 @@ def test_an_ics_recurring_event_holds_every_day_it_covers_less_its_exdates():
                            dt.date(2027, 9, 29), dt.date(2027, 9, 30), dt.date(2027, 10, 1),
                            dt.date(2027, 12, 29), dt.date(2027, 12, 30), dt.date(2027, 12, 31)]
     assert p.schedule.exception(at("2027-03-30T12:00:00Z")).names == (
-        "ConfigMap ops/holidays key shop.ics: Quarter-end freeze",)
+        "ConfigMap holidays key shop.ics: Quarter-end freeze",)
 
 
 def test_a_timed_ics_event_covers_the_local_days_it_touches_in_the_policys_zone():
@@ -233,7 +233,7 @@ def test_a_timed_ics_event_covers_the_local_days_it_touches_in_the_policys_zone(
 def test_a_broken_or_missing_calendar_makes_only_its_policy_invalid_naming_the_field(text, words):
     found = with_ics(text)
     assert isinstance(found, InvalidPolicy)
-    assert found.message.startswith("spec.exceptions.0.calendar: ConfigMap ops/holidays key shop.ics ")
+    assert found.message.startswith("spec.exceptions.0.calendar: ConfigMap holidays key shop.ics ")
     assert words in found.message
 
 
@@ -260,6 +260,9 @@ def test_policies_without_calendars_pass_through_untouched():
                  id="two-ways"),
     pytest.param({"action": "pause", "date": "2027-01-01"}, "spec.exceptions.0.action", id="unknown-action"),
     pytest.param({"action": "hold", "date": "2027-02-30"}, "spec.exceptions.0.date", id="no-such-day"),
+    pytest.param({"action": "hold", "calendar": {"namespace": "ops", "name": "holidays", "key": "shop.ics"}},
+                 "spec.exceptions.0.calendar: a calendar names no namespace: put its ConfigMap in nsscaler's own "
+                 "namespace", id="calendar-in-another-namespace"),
 ])
 def test_bad_exceptions_name_the_field_and_the_fix(exception, words):
     assert words in invalid(exception)
@@ -283,16 +286,16 @@ def test_a_release_ignores_calendars():
 def test_the_sample_is_a_valid_policy_and_its_calendar_reads():
     """kustomize/samples/holidays.yaml, as docs/operating/exceptions.md shows it."""
     configmap, obj = yaml.safe_load_all((ROOT / "kustomize/samples/holidays.yaml").read_text())
-    ref = (configmap["metadata"]["namespace"], configmap["metadata"]["name"], "shop.ics")
+    ref = (configmap["metadata"]["name"], "shop.ics")
     [p] = with_calendars([parse(obj, default_kinds=DEFAULT_KINDS)], {ref: configmap["data"]["shop.ics"]})
     assert isinstance(p, Policy), p
     thursday = at("2027-03-25T12:00:00Z")  # a working day by day: no window, no exception
     assert not p.schedule.holds(thursday)
     assert p.schedule.next_exception(thursday).names == ("DE-BY public holidays: Good Friday",)
     assert p.schedule.exception(at("2027-03-30T12:00:00Z")).names == (
-        "ConfigMap nsscaler/shop-calendar key shop.ics: Stocktaking",)
+        "ConfigMap shop-calendar key shop.ics: Stocktaking",)
     assert p.schedule.exception(at("2027-03-29T12:00:00Z")).names == (
-        "DE-BY public holidays: Easter Monday", "ConfigMap nsscaler/shop-calendar key shop.ics: Stocktaking")
+        "DE-BY public holidays: Easter Monday", "ConfigMap shop-calendar key shop.ics: Stocktaking")
     assert p.schedule.holds(at("2027-03-30T12:00:00Z")) and not p.schedule.holds(at("2027-04-03T12:00:00Z"))
 
 
@@ -300,9 +303,9 @@ def test_outside_the_run_a_calendar_not_read_counts_the_days_the_last_run_record
     """The waker and the plugin read no ConfigMap: for a policy naming a calendar they take the days its status
     records (today's exception and the next), so they say who holds a namespace as the run does."""
     spec = {"scope_prefix": "shop-", "hold_windows": ["Mon 03:00-03:01"],
-            "exceptions": [{"action": "hold", "calendar": {"namespace": "ops", "name": "holidays", "key": "shop.ics"}}]}
-    status = {"exception": {"date": "2027-01-04", "action": "hold", "name": "ConfigMap ops/holidays: Stocktaking"},
-              "nextException": {"date": "2027-01-18", "action": "hold", "name": "ConfigMap ops/holidays: Stocktaking"}}
+            "exceptions": [{"action": "hold", "calendar": {"name": "holidays", "key": "shop.ics"}}]}
+    status = {"exception": {"date": "2027-01-04", "action": "hold", "name": "ConfigMap holidays: Stocktaking"},
+              "nextException": {"date": "2027-01-18", "action": "hold", "name": "ConfigMap holidays: Stocktaking"}}
     outside = parse({"metadata": {"name": "p"}, "spec": spec, "status": status}, default_kinds=DEFAULT_KINDS)
     assert outside.schedule.holds(at("2027-01-04T12:00:00Z")) and outside.schedule.holds(at("2027-01-18T12:00:00Z"))
     assert not outside.schedule.holds(at("2027-01-11T12:00:00Z"))
