@@ -23,9 +23,10 @@ from tests.users import plugin
 pytestmark = pytest.mark.usefixtures("crd")  # the CRD of this tree: its schema is part of what is tested
 
 
-def run_at(plane: controlplane.ControlPlane, now: dt.datetime) -> run.RunReport:
-    """One run as cluster admin at the instant `now`."""
-    settings = Settings(kubeconfig=plane.admin_kubeconfig)
+def run_at(plane: controlplane.ControlPlane, now: dt.datetime, *, own_namespace: str | None = None) -> run.RunReport:
+    """One run as cluster admin at the instant `now`; `own_namespace` is where nsscaler is installed (where it reads
+    calendars), unknown by default as for a run outside a Pod."""
+    settings = Settings(kubeconfig=plane.admin_kubeconfig, own_namespace=own_namespace)
     return run.run(Kube(settings), settings, now=now)
 
 
@@ -128,46 +129,63 @@ def configmap(ns: str, name: str, data: dict[str, str]) -> dict[str, Any]:
 
 def test_a_broken_calendar_is_reported_with_the_fix_while_another_policy_is_served(api: AdminApi, control_plane,
                                                                                  prefix):
+    """The calendar is read in nsscaler's own namespace (here `<prefix>sys`) and nowhere else: a ConfigMap of the
+    same name in another namespace is not it. Each thing wrong with it makes only its policy invalid, saying the
+    fix; the other policy is served."""
     held, _ = family(api, prefix)
     other = f"{prefix}o-"
     api.create(builders.namespace(other + "v1"))
     api.create(builders.deployment(other + "v1", "web", 2))
-    ops = prefix + "ops"
-    api.create(builders.namespace(ops))
+    own, elsewhere = prefix + "sys", prefix + "ops"
+    for ns in (own, elsewhere):
+        api.create(builders.namespace(ns))
+    api.create(configmap(elsewhere, "freeze", {"shop.ics": ICS}))  # another team's: never read
     name, served = f"{prefix}ics", f"{prefix}other"
-    ref = {"name": "freeze", "namespace": ops, "key": "shop.ics"}
     api.create(builders.nsscaler(name, prefix, ["v2"], hold_windows=["Sat 00:00-01:00"],
-                                 exceptions=[{"action": "hold", "calendar": ref}]))
+                                 exceptions=[{"action": "hold", "calendar": {"name": "freeze", "key": "shop.ics"}}]))
     api.create(builders.nsscaler(served, other, []))
     monday = at("2027-01-04T12:00:00Z")
 
-    missing = run_at(control_plane, monday)
+    def run_monday() -> run.RunReport:
+        return run_at(control_plane, monday, own_namespace=own)
+
+    missing = run_monday()
     assert missing.exit_code == 1  # the run finished, something failed: an invalid CR
     assert api.replicas("Deployment", other + "v1", "web") == 0  # the other policy was served
     assert api.replicas("Deployment", held, "web") == 3
     message = ready(api, name)["message"]
     assert ready(api, name)["reason"] == "InvalidSpec"
-    assert message == (f"spec.exceptions.0.calendar: ConfigMap {ops}/freeze key shop.ics does not exist: create it "
-                       f"(kubectl -n {ops} create configmap freeze --from-file=...) or fix the name")
+    assert message == (f"spec.exceptions.0.calendar: ConfigMap freeze key shop.ics does not exist in nsscaler's "
+                       f"namespace {own}: create it there (kubectl -n {own} create configmap freeze --from-file=...) "
+                       f"or fix the name")
 
-    api.create(configmap(ops, "freeze", {"other.ics": ICS}))
-    assert run_at(control_plane, monday).exit_code == 1
+    api.create(configmap(own, "freeze", {"other.ics": ICS}))
+    assert run_monday().exit_code == 1
     assert "has no key 'shop.ics' (its keys: other.ics)" in ready(api, name)["message"]
 
-    api.patch("ConfigMap", "freeze", {"data": {"shop.ics": "BEGIN:VCALENDAR\r\nnot a calendar\r\n"}}, ops)
-    assert run_at(control_plane, monday).exit_code == 1
+    api.patch("ConfigMap", "freeze", {"data": {"shop.ics": "BEGIN:VCALENDAR\r\nnot a calendar\r\n"}}, own)
+    assert run_monday().exit_code == 1
     assert "is not an RFC 5545 calendar" in ready(api, name)["message"]
     assert api.replicas("Deployment", other + "v1", "web") == 0
 
-    api.patch("ConfigMap", "freeze", {"data": {"shop.ics": ICS}}, ops)
-    fixed = run_at(control_plane, monday)
+    api.patch("ConfigMap", "freeze", {"data": {"shop.ics": ICS}}, own)
+    fixed = run_monday()
     assert fixed.exit_code == 0, fixed.problems
     assert api.replicas("Deployment", held, "web") == 0  # Stocktaking Monday: held all day
     assert api.status(name)["exception"] == {"date": "2027-01-04", "action": "hold",
-                                             "name": f"ConfigMap {ops}/freeze key shop.ics: Stocktaking"}
+                                             "name": "ConfigMap freeze key shop.ics: Stocktaking"}
     assert api.status(name)["nextException"]["date"] == "2027-01-18"  # the 11th is an EXDATE
-    assert run_at(control_plane, at("2027-01-11T12:00:00Z")).exit_code == 0
+    assert run_at(control_plane, at("2027-01-11T12:00:00Z"), own_namespace=own).exit_code == 0
     assert api.replicas("Deployment", held, "web") == 3
+
+    # a run outside a Pod that is not told nsscaler's namespace reads no calendar, and says how to tell it
+    outside = run_at(control_plane, monday)
+    assert outside.exit_code == 1
+    assert ready(api, name)["message"] == (
+        "spec.exceptions.0.calendar: ConfigMap freeze key shop.ics cannot be read: this run does not know "
+        "nsscaler's namespace, where calendars live (it runs outside a Pod); set --own-namespace "
+        "(NSSCALER_OWN_NAMESPACE) to the namespace nsscaler is installed in")
+    assert api.replicas("Deployment", held, "web") == 3  # an invalid policy changes nothing
 
 
 def test_a_policy_naming_no_calendar_reads_no_configmap(api: AdminApi, control_plane, prefix):
@@ -195,9 +213,15 @@ def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
             ({"action": "hold"}, "name the days with date"),
             ({"action": "hold", "date": "2027-01-02", "end": "2027-01-01"}, "end goes with date alone"),
             ({"action": "hold", "date": "2027-01-01", "holidays": {"country": "DE"}}, "not with holidays"),
-            ({"action": "hold", "calendar": {"name": "x", "namespace": "y"}}, "spec.exceptions[0].calendar.key")):
+            ({"action": "hold", "calendar": {"name": "x"}}, "spec.exceptions[0].calendar.key")):
         refused = post(exception)
         assert refused.status_code == 422 and words in refused.text, (exception, refused.text)
+    # a calendar in another namespace cannot be named: kubectl (strict field validation) refuses the field
+    obj = builders.nsscaler(f"{prefix}p", prefix, [], exceptions=[
+        {"action": "hold", "calendar": {"name": "x", "namespace": "y", "key": "k.ics"}}])
+    refused = api.http.post(api.url("NSScaler", None), json=obj, params={"fieldValidation": "Strict"}, timeout=30)
+    assert refused.status_code == 400, refused.text
+    assert 'unknown field "spec.exceptions[0].calendar.namespace"' in refused.json()["message"], refused.text
     assert not api.exists("NSScaler", f"{prefix}p")
 
 
