@@ -148,6 +148,20 @@ def test_the_service_account_reads_the_calendar_a_policy_names(api, sa_kubeconfi
     assert api.replicas("Deployment", prefix + "v1", "d-web") == 0
     assert api.status(f"{prefix}p")["exception"]["name"] == f"ConfigMap {calendar} key shop.ics: Inventory"
 
+    # told that nsscaler's namespace is another (a dry run: the run Lease is not taken there), the API server
+    # refuses the read, and the run says what grants it
+    elsewhere = prefix + "elsewhere"
+    api.create(builders.namespace(elsewhere))
+    api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": calendar, "namespace": elsewhere},
+                "data": {"shop.ics": ics}})
+    refused = run_as_cronjob(sa_kubeconfig, "--own-namespace", elsewhere, "--dry-run", "--output", "json")
+    assert refused.returncode == 1, refused.stderr
+    [policy] = json.loads(refused.stdout)["policies"]
+    assert policy["invalid"].startswith(
+        f"spec.exceptions.0.calendar: ConfigMap {calendar} key shop.ics cannot be read: nsscaler's ServiceAccount may "
+        f"not get ConfigMaps in its namespace {elsewhere} (the Role nsscaler-calendars grants it): install nsscaler "
+        "again"), policy["invalid"]
+
 
 @pytest.mark.versions
 def test_service_account_has_exactly_what_the_job_needs(control_plane, api: AdminApi, sa_kubeconfig, prefix):
