@@ -207,8 +207,24 @@ def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
             ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=SECONDLY"}, "needs FREQ=DAILY"),
             ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;BYHOUR=3"}, "split a day"),
             ({"action": "hold", "holidays": {"country": "de"}}, "ISO 3166 country code in capitals"),
-            ({"action": "hold", "date": "27-1-1"}, "must be a date from 1970 to 8999"),
-            ({"action": "hold", "date": "0001-01-01", "rrule": "FREQ=DAILY"}, "must be a date from 1970 to 8999"),
+            ({"action": "hold", "date": "27-1-1"}, "must be a day that exists, from 1970 to 8999"),
+            ({"action": "hold", "date": "0001-01-01", "rrule": "FREQ=DAILY"}, "must be a day that exists"),
+            ({"action": "hold", "date": "2027-02-30"}, "must be a day that exists"),
+            ({"action": "hold", "date": "2027-01-01", "end": "8059-04-31"}, "must be a day that exists"),
+            ({"action": "hold", "date": "2100-02-29"}, "must be a day that exists"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY", "exdates": ["2027-06-31"]},
+             "must be a day that exists"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;"}, "no ';' at the end"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;;COUNT=2"}, "no ';' at the end"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;COUNT"}, "NAME=VALUE"),
+            ({"action": "hold", "calendar": {"name": "", "key": "de.ics"}},
+             "calendar.name in body should be at least 1"),
+            ({"action": "hold", "calendar": {"name": "Holidays", "key": "de.ics"}},
+             "calendar.name in body should match"),
+            ({"action": "hold", "calendar": {"name": "holidays", "key": ""}},
+             "calendar.key in body should be at least 1"),
+            ({"action": "hold", "calendar": {"name": "holidays", "key": "de/ics"}},
+             "calendar.key in body should match"),
             ({"action": "later", "date": "2027-01-01"}, "Unsupported value"),
             ({"action": "hold"}, "name the days with date"),
             ({"action": "hold", "date": "2027-01-02", "end": "2027-01-01"}, "end goes with date alone"),
@@ -223,6 +239,13 @@ def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
     assert refused.status_code == 400, refused.text
     assert 'unknown field "spec.exceptions[0].calendar.namespace"' in refused.json()["message"], refused.text
     assert not api.exists("NSScaler", f"{prefix}p")
+    # the same rules let lawful days through: leap days, the last day of each month's length, RRULE: and dotted names
+    admitted = post({"action": "hold", "date": "2028-02-29", "end": "2028-04-30"},
+                    {"action": "release", "date": "2000-02-29", "rrule": "RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=-1",
+                     "exdates": ["2100-02-28", "8999-12-31"]},
+                    {"action": "hold", "calendar": {"name": "team.holidays-2027", "key": "DE_by.ics"}})
+    assert admitted.status_code == 201, admitted.text
+    api.delete("NSScaler", f"{prefix}p")
 
 
 def test_a_wake_wakes_a_namespace_an_exception_holds(api: AdminApi, control_plane, prefix):

@@ -4,6 +4,7 @@ API server refuse the examples the fuzz tier needs admitted (it asserts a floor)
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +18,7 @@ from tests.conftest import CRD, WAKE_CRD
 NSSCALER = schema_fuzz.spec_schema(yaml.safe_load(CRD.read_text()))
 WAKE = schema_fuzz.spec_schema(yaml.safe_load(WAKE_CRD.read_text()))
 EXCEPTION = NSSCALER["properties"]["exceptions"]["items"]
-_STRING_RULE = re.compile(r"^(!?)self\.matches\('((?:[^'\\]|\\.)*)'\)$")
+_STRING_RULE = re.compile(r"^(!?)self\.matches\('((?:[^'\\]|\\.)*)'\)(?:$| && int\(self\.substring)")
 
 
 def _read(schema: dict[str, Any]) -> list[cel_presence.Rule]:
@@ -32,6 +33,14 @@ def _broken(value: Any, schema: dict[str, Any], where: str = "spec") -> Iterator
             negated, regex = found.group(1) == "!", found.group(2).replace("\\\\", "\\")
             if bool(re.search(regex, value)) == negated:
                 yield f"{where}: {value!r} {'matches' if negated else 'does not match'} {regex}"
+    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        yield f"{where}: {value!r} does not match the pattern {schema['pattern']}"
+    if isinstance(value, str) and any("int(self.substring(8, 10))" in r["rule"]
+                                      for r in schema.get("x-kubernetes-validations") or ()):
+        try:
+            dt.date.fromisoformat(value)
+        except ValueError:
+            yield f"{where}: {value!r} is no day that exists"
     if isinstance(value, dict):
         yield from (f"{where}: {value} breaks a rule across its fields" for r in _read(schema) if not r.kept_by(value))
         for key, item in value.items():
