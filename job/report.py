@@ -13,8 +13,10 @@ from job.decide import figures
 from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
 from job.decide.outcome import PolicyOutcome
+from job.decide.selection import PolicySelection
 from job.decide.status import (
     MAX_TOP_NAMESPACES,
+    exception_entry,
     freed_entry,
     late_entries,
     remaining_entries,
@@ -108,12 +110,24 @@ def namespace_table(report: RunReport) -> str:
         chosen = p.selection
         if chosen is None:
             continue
+        if chosen.exception is not None or chosen.next_exception is not None:
+            rows.append(("*", p.name, calendar_words(chosen)))
         if chosen.not_holding:
             rows.append(("*", p.name, chosen.reason("")))
             continue
         for ns in sorted({*p.held, *p.active, *p.kept_running_by, *chosen.recent, *chosen.woken}):
             rows.append((ns, p.name, chosen.reason(ns)))
     return _columns(rows) if len(rows) > 1 else ""
+
+
+def calendar_words(chosen: PolicySelection) -> str:
+    """A policy's exceptions seen before they happen: today's, the next one, and when the hold next changes."""
+    parts = [f"today {chosen.exception.words()}"] if chosen.exception is not None else []
+    if chosen.next_exception is not None:
+        parts.append(f"next exception: {chosen.next_exception.words()}")
+    change = chosen.next_change
+    parts.append(f"hold changes next {change:%Y-%m-%dT%H:%MZ}" if change else "no hold change ahead")
+    return "calendar: " + "; ".join(parts)
 
 
 def plan_table(report: RunReport) -> str:
@@ -162,6 +176,8 @@ def _selection_json(outcome: PolicyOutcome) -> dict[str, Any]:
         "nextChange": chosen.next_change.isoformat() if chosen.next_change else None,
         "recent": {ns: {"lastActivity": c.time.isoformat(), "by": c.by} for ns, c in sorted(chosen.recent.items())},
         "notHolding": chosen.not_holding or None,
+        "exception": exception_entry(chosen.exception),
+        "nextException": exception_entry(chosen.next_exception),
         "woken": woken_entries(sorted(chosen.woken.items())),
     }
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from job.cluster import calendars as calendar_reads
 from job.cluster import census as census_api
 from job.cluster import lease, own_cronjob, read, routes
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
@@ -38,6 +39,7 @@ from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_worklo
 from job.decide.pods import Census
 from job.decide.status import build_status
 from job.errors import EXIT_LEASE_HELD, ApiError
+from job.model import calendars
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN
 from job.model.policy import InvalidPolicy, Policy
@@ -278,6 +280,8 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
     policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
     kinds = read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
+    policies = calendars.with_calendars(policies, calendar_reads.calendars(kube, policies,
+                                                                       namespace=settings.own_namespace))
     custom = [h for k, h in kinds.handlers.items() if k not in BUILTIN]
     try:
         namespaces = read.namespaces(kube)

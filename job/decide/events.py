@@ -115,7 +115,31 @@ def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
                                 f"{len(outcome.held)} namespaces held"))
         events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, reason, message, warning=warning)
                    for reason, message, warning in _tiers(outcome)]
+        events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, REASON_EXCEPTION, message)
+                   for message in _exception_started(outcome)]
     return events
+
+
+#: the Event on an NSScaler when an exception starts deciding its day
+REASON_EXCEPTION = "ExceptionStarted"
+
+
+def _exception_started(outcome: PolicyOutcome) -> list[str]:
+    """Said once per exception day: when today's exception is not the one the last run recorded."""
+    today = outcome.selection.exception if outcome.selection is not None else None
+    if today is None:
+        return []
+    before = outcome.previous_status.get("exception")
+    if isinstance(before, dict) and (before.get("date"), before.get("action")) == (today.day.isoformat(),
+                                                                                     today.action):
+        return []
+    return [f"{today.words()}: the family is {'held' if today.action == 'hold' else 'not held'} until the next "
+            f"change{_at(outcome)}"]
+
+
+def _at(outcome: PolicyOutcome) -> str:
+    change = outcome.selection.next_change if outcome.selection is not None else None
+    return f" at {change:%Y-%m-%dT%H:%MZ}" if change is not None else ""
 
 
 #: the Events of a restore in tiers, on the NSScaler

@@ -114,7 +114,7 @@ def _wake_words(policy: Policy, namespace: str, hosts: Sequence[str]) -> str:
 def words(policy: Policy, namespace: str, *, now: dt.datetime | None, hosts: Sequence[str] = ()) -> str:
     """What a refused request reads after what it tried: who holds the namespace, until when, how to wake it."""
     until = None if policy.schedule.always or now is None else policy.schedule.next_change(now)
-    when = (f"until {utc_stamp(until, precision='minutes')} (the next change of its hold_windows or until)"
+    when = (f"until {utc_stamp(until, precision='minutes')} (the next change of its hold_windows, exceptions or until)"
             if until else "until the policy allows it")
     return (f"namespace {namespace} is held by NSScaler {policy.name} {when}; {_wake_words(policy, namespace, hosts)}; "
             f"a workload meant to keep running is annotated {ANNOTATION_EXCLUDE}=true once the namespace is woken")

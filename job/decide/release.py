@@ -77,7 +77,7 @@ def released(policies: Sequence[Policy | InvalidPolicy], *, now: dt.datetime,
         if not isinstance(p, Policy):
             continue
         spec = p.spec.model_copy(update={
-            "suspend": False, "restore": True, "dry_run": False, "hold_windows": (), "until": now,
+            "suspend": False, "restore": True, "dry_run": False, "hold_windows": (), "exceptions": (), "until": now,
             "restore_wait": _seconds(min(p.restore_wait, wait))})
         released_policy = replace(p, spec=spec)
         released_policy.__dict__.pop("schedule", None)  # a cached schedule is the original's

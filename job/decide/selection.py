@@ -33,6 +33,7 @@ from job.decide.budget import Woken
 from job.decide.waking import WakeVerdict
 from job.errors import unexpected
 from job.model.activity import CREATED, Change
+from job.model.calendar import Match
 from job.model.kinds import Kind
 from job.model.policy import Policy
 from job.model.settings import Settings
@@ -82,6 +83,9 @@ class PolicySelection:
     woken: dict[str, WakeVerdict] = field(default_factory=dict)
     #: why it is not holding right now (empty while holding)
     not_holding: str = ""
+    #: the exception deciding today (local day in its time_zone), and the next day one decides
+    exception: Match | None = None
+    next_exception: Match | None = None
     keep_recent: int = 0
     #: with `wake.budget`: its record of woken time as this run leaves it (`job.decide.budget`); None without one
     wake_history: tuple[Woken, ...] | None = None
@@ -109,7 +113,8 @@ class PolicySelection:
         if namespace in self.listed:
             return "kept: listed in active_namespace_suffixes"
         recent = f" and not {self._recent_words}" if self.keep_recent else ""
-        return f"held by {self.name}: not listed in active_namespace_suffixes{recent}"
+        day = f"; {self.exception.words()}" if self.exception is not None else ""
+        return f"held by {self.name}: not listed in active_namespace_suffixes{recent}{day}"
 
 
 @dataclass
@@ -167,8 +172,13 @@ def _schedule_state(policy: Policy, now: dt.datetime | None) -> PolicySelection:
         return state
     state.expired = schedule.expired(now)
     state.next_change = schedule.next_change(now)
+    state.exception = None if state.expired else schedule.exception(now)
+    state.next_exception = None if state.expired else schedule.next_exception(now, after_today=True)
     if state.expired:
         state.not_holding = f"expired at {schedule.until:%Y-%m-%dT%H:%M:%SZ} (until)"
+    elif state.exception is not None and not state.holding:
+        after = f"; holds again {state.next_change:%Y-%m-%dT%H:%MZ}" if state.next_change else ""
+        state.not_holding = f"{state.exception.words()}{after}"
     elif not state.holding:
         after = f"; next window opens {state.next_change:%Y-%m-%dT%H:%MZ}" if state.next_change else ""
         state.not_holding = f"outside hold_windows ({schedule.zone_name}){after}"

@@ -19,6 +19,7 @@ from job.decide.outcome import PolicyOutcome
 from job.decide.pods import Remaining
 from job.decide.tiers import LateTier, TierWait
 from job.decide.waking import WakeVerdict
+from job.model.calendar import Match
 from job.model.resources import format_quantity
 from job.model.stamps import utc_stamp
 
@@ -121,6 +122,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "dryRun": outcome.dry_run,
         "holding": outcome.holding,
         "nextChange": utc_stamp(next_change) if next_change else None,  # null removes it (merge patch)
+        **exception_fields(outcome),
         "conditions": [
             _condition(CONDITION_READY, true=ready, reason=ready_reason, message=ready_message,
                        outcome=outcome, now=now),
@@ -142,6 +144,24 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
                           outcome.previous_status.get("freed")),
     }
+
+
+def exception_entry(match: Match | None) -> dict[str, Any] | None:
+    """`status.exception`, `status.nextException` and the dry run's words: the day, what it does, and the
+    exceptions naming it (release wins when two disagree)."""
+    if match is None:
+        return None
+    return {"date": match.day.isoformat(), "action": match.action, "name": "; ".join(match.names)[:512]}
+
+
+def exception_fields(outcome: PolicyOutcome) -> dict[str, Any]:
+    """The exception deciding today and the next one; null (removed) when there is none. Kept as they are while
+    the policy is invalid: its last known calendar stays readable."""
+    selection = outcome.selection
+    if selection is None:
+        return {}
+    return {"exception": exception_entry(selection.exception),
+            "nextException": exception_entry(selection.next_exception)}
 
 
 def _tier_lists(outcome: PolicyOutcome, *, list_limit: int) -> dict[str, Any]:

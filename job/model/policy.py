@@ -17,7 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from job.errors import unexpected
-from job.model import windows
+from job.model import calendar, windows
+from job.model import exceptions as exceptions_api
+from job.model.exceptions import ExceptionSpec
 from job.model.kinds import Kind
 
 GROUP = "operators.wubw.fun"
@@ -167,6 +169,8 @@ class PolicySpec(BaseModel):
     #: between runs, what the API server does with a request that would start Pods in a namespace this policy holds
     #: (`job.decide.hold`): refuse it, admit it with a warning, or nothing. Absent from the Go operator's CRs: "deny"
     hold: Literal["deny", "warn", "off"] = "deny"
+    #: days the family is held all day, or released, whatever the windows say (`job.model.calendar`)
+    exceptions: tuple[ExceptionSpec, ...] = Field(default=(), max_length=exceptions_api.MAX_EXCEPTIONS)
 
     @field_validator("restore_wait")
     @classmethod
@@ -256,6 +260,10 @@ class Policy:
     uid: str = ""
     status: dict[str, Any] = field(default_factory=dict, compare=False)
     life: Lifecycle = field(default_factory=Lifecycle, compare=False)
+    #: the events of each ICS calendar its exceptions name, as the run read them (`job.model.calendars`); a calendar
+    #: not read counts no day
+    calendar_events: Mapping[exceptions_api.CalendarRef, tuple[calendar.Event, ...]] = field(default_factory=dict,
+                                                                                         compare=False)
 
     def in_scope(self, namespace: str) -> bool:
         return namespace.startswith(self.spec.scope_prefix)
@@ -278,9 +286,16 @@ class Policy:
 
     @functools.cached_property
     def schedule(self) -> windows.Schedule:
-        """When this policy holds (hold_windows, time_zone, until); validated with the spec."""
+        """When this policy holds (hold_windows, time_zone, until, exceptions); validated with the spec."""
+        days = exceptions_api.build(self.spec.exceptions, tz=windows.zone(self.spec.time_zone),
+                                    events=self.calendar_events, status=self.status) if self.spec.exceptions else None
         return windows.Schedule(windows=tuple(windows.parse_window(w) for w in self.spec.hold_windows),
-                                zone_name=self.spec.time_zone, until=self.spec.until)
+                                zone_name=self.spec.time_zone, until=self.spec.until, calendar=days)
+
+    @property
+    def calendars(self) -> list[exceptions_api.ConfigMapKey]:
+        """The ConfigMap keys its exceptions read ICS calendars from."""
+        return exceptions_api.names_calendars(self.spec.exceptions)
 
 
 @dataclass(frozen=True)
@@ -349,3 +364,4 @@ def without_unknown_kinds(policies: Sequence[Policy | InvalidPolicy],
         else:
             out.append(p)
     return out
+

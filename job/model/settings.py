@@ -77,8 +77,9 @@ class Settings(BaseSettings):
     protected_namespaces: Annotated[list[str], NoDecode] = Field(
         default=["kube-system"], description="namespaces nsscaler never touches, whatever a policy says")
     own_namespace: str | None = Field(
-        default=None, description="namespace the job runs in (never touched; the CronJob sets it from the "
-                                  "downward API; in a pod it defaults to the ServiceAccount's namespace)")
+        default=None, description="namespace the job runs in (never touched; the ICS calendars policies name are "
+                                  "read from ConfigMaps there; the CronJob sets it from the downward API; in a pod "
+                                  "it defaults to the ServiceAccount's namespace)")
     own_service_account: str = Field(
         default="nsscaler", min_length=1, max_length=253,
         description="the ServiceAccount the job runs as, whose user its hold marks let by (the CronJob sets it "

@@ -16,10 +16,15 @@ import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from job.model.calendar import HOLD, Calendar, Match
+
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 MINUTES_PER_DAY = 24 * 60
 #: Windows repeat weekly, so a change more than eight days ahead never comes first.
 _HORIZON = dt.timedelta(days=8)
+#: How far ahead a policy with exceptions looks for its next change and its next exception: a change further
+#: away is reported as none (a yearly holiday is always found).
+CALENDAR_HORIZON = dt.timedelta(days=400)
 
 _DAY = r"[A-Za-z]{3}"
 _DAY_SPEC = rf"{_DAY}(?:-{_DAY})?(?:,{_DAY}(?:-{_DAY})?)*"
@@ -136,15 +141,17 @@ def parse_until(text: str) -> dt.datetime:
 
 @dataclass(frozen=True)
 class Schedule:
-    """When a policy holds: inside any window (always, without windows) and before `until`."""
+    """When a policy holds: before `until`, all day on a day an exception holds, never on a day one releases
+    (release wins), and otherwise inside any window (always, without windows)."""
 
     windows: tuple[Window, ...] = ()
     zone_name: str = "UTC"
     until: dt.datetime | None = None
+    calendar: Calendar | None = None
 
     @property
     def always(self) -> bool:
-        return not self.windows and self.until is None
+        return not self.windows and self.until is None and not self.calendar
 
     def expired(self, now: dt.datetime) -> bool:
         return self.until is not None and now >= self.until
@@ -155,18 +162,71 @@ class Schedule:
         local = now.astimezone(zone(self.zone_name)).replace(tzinfo=None)
         return any(w.contains(local) for w in self.windows)
 
+    def exception(self, now: dt.datetime) -> Match | None:
+        """The exception deciding the local day `now` falls on, if any."""
+        if not self.calendar:
+            return None
+        return self.calendar.on(now.astimezone(zone(self.zone_name)).date())
+
+    def in_effect(self, now: dt.datetime) -> bool:
+        """Whether it holds at `now`, `until` aside: the day's exception, else the windows."""
+        match = self.exception(now)
+        return match.action == HOLD if match is not None else self.in_window(now)
+
     def holds(self, now: dt.datetime) -> bool:
-        return not self.expired(now) and self.in_window(now)
+        return not self.expired(now) and self.in_effect(now)
 
     def next_change(self, now: dt.datetime) -> dt.datetime | None:
-        """The first instant after `now` at which `holds` changes, or None if it never will."""
+        """The first instant after `now` at which `holds` changes, or None if it never will (with exceptions:
+        none within CALENDAR_HORIZON)."""
         if self.expired(now):
             return None
-        window_change = _next_window_change(self, now) if self.windows else None
-        if self.until is None or (window_change is not None and window_change < self.until):
-            return window_change
-        # no window change before `until`: the result flips there only if it holds until then
-        return self.until if self.in_window(now) else None
+        if self.calendar:
+            change = _next_calendar_change(self, now)
+        else:
+            change = _next_window_change(self, now) if self.windows else None
+        if self.until is None or (change is not None and change < self.until):
+            return change
+        # no change before `until`: the result flips there only if it holds until then
+        return self.until if self.in_effect(now) else None
+
+    def next_exception(self, now: dt.datetime, *, after_today: bool = False) -> Match | None:
+        """The first day from `now`'s local day on (or after it) that an exception names, within the horizon."""
+        if not self.calendar:
+            return None
+        today = now.astimezone(zone(self.zone_name)).date()
+        for ahead in range(1 if after_today else 0, CALENDAR_HORIZON.days + 1):
+            match = self.calendar.on(today + dt.timedelta(days=ahead))
+            if match is not None:
+                return match
+        return None
+
+
+def _day_starts(day: dt.date, tz: ZoneInfo) -> set[dt.datetime]:
+    """The instants local midnight of `day` may be (twice when repeated; a skipped one is an offset change)."""
+    wall = dt.datetime.combine(day, dt.time())
+    return {wall.replace(tzinfo=tz, fold=fold).astimezone(dt.UTC) for fold in (0, 1)}
+
+
+def _next_calendar_change(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:
+    """As `_next_window_change`, over the calendar's horizon a week at a time: the candidates are every local
+    midnight (an exception starts or ends), every window boundary and every offset change."""
+    tz = zone(schedule.zone_name)
+    current = schedule.in_effect(now)
+    first_day = now.astimezone(tz).date()
+    for week in range(0, CALENDAR_HORIZON.days, 7):
+        start, end = now + dt.timedelta(days=week), now + dt.timedelta(days=week + 7)
+        candidates = set(_offset_changes(tz, start, end))
+        for back in range(week - 1, week + 9):
+            day = first_day + dt.timedelta(days=back)
+            candidates |= _day_starts(day, tz)
+            for window in schedule.windows:
+                for wall in window.boundaries(day):
+                    candidates.update(wall.replace(tzinfo=tz, fold=fold).astimezone(dt.UTC) for fold in (0, 1))
+        for instant in sorted(c for c in candidates if start < c <= end and c > now):
+            if schedule.in_effect(instant) != current:
+                return instant
+    return None
 
 
 def _next_window_change(schedule: Schedule, now: dt.datetime) -> dt.datetime | None:

@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                                  "namespaces",
                             description="A namespace: held or running, its workloads frozen, its Wakes and what "
                                         "they say, what each NSScaler you can read says. A policy: its held and "
-                                        "woken namespaces. Both: when the next run is due.")
+                                        "woken namespaces, when its hold next changes and the exceptions deciding "
+                                        "today and next. Both: when the next run is due.")
     status.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
     status.add_argument("policy", nargs="?", help="an NSScaler's name, instead of a namespace")
     return top

@@ -188,6 +188,18 @@ def held_words(status: dict[str, Any], held: dict[str, int] | None) -> str:
     return (", ".join(listed) or "none") + cut
 
 
+def calendar_lines(status: dict[str, Any]) -> list[str]:
+    """When the hold next changes and which exceptions decide today and next, as the last run wrote them (the run
+    reads the calendars; the status says what it found). Pure."""
+    lines = [f"  next change: {status.get('nextChange') or 'none ahead'}"]
+    for key, words in (("exception", "today"), ("nextException", "next exception")):
+        entry = status.get(key)
+        if isinstance(entry, dict):
+            verb = "held all day" if entry.get("action") == "hold" else "released all day"
+            lines.append(f"  {words}: {verb} on {entry.get('date')} ({entry.get('name')})")
+    return lines
+
+
 def _policy_status(kube: Kube, name: str, *, cronjob: str, now: dt.datetime) -> int:
     try:
         obj = kube.get(version=policy_api.API_VERSION, plural=policy_api.PLURAL, name=name)
@@ -205,6 +217,8 @@ def _policy_status(kube: Kube, name: str, *, cronjob: str, now: dt.datetime) -> 
           f"{counts.get('wokenNamespaces', 0)} woken; last run {status.get('lastRunTime', 'never')}")
     print(f"  Ready {ready.get('status', '?')} ({ready.get('reason', '?')}): {ready.get('message', '')}")
     print(f"  held: {held_words(status, held)}")
+    for line in calendar_lines(status):
+        print(line)
     for w in status.get("wokenNamespaces") or []:
         print(f"  woken: {w.get('namespace')} by {w.get('by')} until {w.get('until')}"
               f"{': ' + w['reason'] if w.get('reason') else ''}")

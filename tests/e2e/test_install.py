@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -129,6 +130,41 @@ def test_job_as_the_overlays_service_account_freezes_restores_and_writes_status(
     assert api.replicas("StatefulSet", prefix + "v1", "s-db") == 1
 
 
+def test_the_service_account_reads_the_calendar_a_policy_names(api, sa_kubeconfig, prefix):
+    """An ICS calendar in a ConfigMap of nsscaler's own namespace, read with the installed account's own token (the
+    Role `nsscaler-calendars`) in the namespace the CronJob's downward API names: its all-day event today and
+    tomorrow holds the family, though the policy's only window is hours away."""
+    make_family(api, prefix, {"v1": {"d-web": 2}, "v2": {"d-web": 1}})
+    today = dt.datetime.now(dt.UTC)
+    ics = "\r\n".join(["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//shop//e2e//EN", "BEGIN:VEVENT",
+                        "UID:e2e@shop", "SUMMARY:Inventory", f"DTSTART;VALUE=DATE:{today:%Y%m%d}",
+                        f"DTEND;VALUE=DATE:{today + dt.timedelta(days=2):%Y%m%d}", "END:VEVENT", "END:VCALENDAR", ""])
+    calendar = f"{prefix}calendar"
+    api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": calendar, "namespace": NAMESPACE},
+                "data": {"shop.ics": ics}})
+    later = today + dt.timedelta(hours=6)
+    api.create(builders.nsscaler(f"{prefix}p", prefix, ["v2"], hold_windows=[f"{later:%H}:00-{later:%H}:30"],
+                                 exceptions=[{"action": "hold", "calendar": {"name": calendar, "key": "shop.ics"}}]))
+    result = run_as_cronjob(sa_kubeconfig)
+    assert result.returncode == 0, result.stderr
+    assert api.replicas("Deployment", prefix + "v1", "d-web") == 0
+    assert api.status(f"{prefix}p")["exception"]["name"] == f"ConfigMap {calendar} key shop.ics: Inventory"
+
+    # told that nsscaler's namespace is another (a dry run: the run Lease is not taken there), the API server
+    # refuses the read, and the run says what grants it
+    elsewhere = prefix + "elsewhere"
+    api.create(builders.namespace(elsewhere))
+    api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": calendar, "namespace": elsewhere},
+                "data": {"shop.ics": ics}})
+    refused = run_as_cronjob(sa_kubeconfig, "--own-namespace", elsewhere, "--dry-run", "--output", "json")
+    assert refused.returncode == 1, refused.stderr
+    [policy] = json.loads(refused.stdout)["policies"]
+    assert policy["invalid"].startswith(
+        f"spec.exceptions.0.calendar: ConfigMap {calendar} key shop.ics cannot be read: nsscaler's ServiceAccount may "
+        f"not get ConfigMaps in its namespace {elsewhere} (the Role nsscaler-calendars grants it): install nsscaler "
+        "again"), policy["invalid"]
+
+
 @pytest.mark.versions
 def test_service_account_has_exactly_what_the_job_needs(control_plane, api: AdminApi, sa_kubeconfig, prefix):
     token = yaml.safe_load(sa_kubeconfig.read_text())["users"][0]["user"]["token"]
@@ -150,6 +186,13 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, api: Admi
 
     for access in required_access(Settings(_cli_parse_args=[])):
         assert allowed(access.group, access.resource, access.verb), f"the job needs {access}"
+    # ConfigMaps: get in its own namespace only (the calendars policies name), nothing anywhere else
+    assert allowed("", "configmaps", "get", NAMESPACE), "the job reads calendars in its own namespace"
+    for namespace in ("default", "kube-system", prefix + "other", ""):  # "": across every namespace
+        for verb in ("get", "list", "watch"):
+            assert not allowed("", "configmaps", verb, namespace), f"the job must not {verb} ConfigMaps in {namespace}"
+    for verb in ("list", "watch", "create", "update", "patch", "delete"):
+        assert not allowed("", "configmaps", verb, NAMESPACE), f"the job must not {verb} ConfigMaps, even its own"
     denied = [("apps", "deployments", "delete"), ("", "secrets", "get"), ("", "secrets", "list"),
               ("", "namespaces", "update"), ("", "namespaces", "delete"), ("", "namespaces", "create"),
               ("rbac.authorization.k8s.io", "rolebindings", "create"),
@@ -164,6 +207,11 @@ def test_service_account_has_exactly_what_the_job_needs(control_plane, api: Admi
     server = control_plane.server
     assert http.delete(f"{server}/apis/apps/v1/namespaces/default/deployments/anything", timeout=10).status_code == 403
     assert http.get(f"{server}/api/v1/namespaces/{NAMESPACE}/secrets", timeout=10).status_code == 403
+    # a ConfigMap that exists in another namespace is refused; in its own namespace a missing one is only missing
+    assert http.get(f"{server}/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+                    timeout=10).status_code == 403
+    assert http.get(f"{server}/api/v1/configmaps", timeout=10).status_code == 403
+    assert http.get(f"{server}/api/v1/namespaces/{NAMESPACE}/configmaps/{prefix}none", timeout=10).status_code == 404
     assert_namespace_writes_are_only_the_hold_mark(control_plane, api, http, prefix)
     crb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "x"},
            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},

@@ -149,21 +149,23 @@ def aimed_at(prefix: str, spec: Any, aim: bool) -> Any:
     return {**spec, "scope_prefix": scope}
 
 
-def check_policy_outcome(api: AdminApi, name: str, spec: dict[str, Any], result: Any, target: str) -> None:
+def check_policy_outcome(api: AdminApi, name: str, spec: dict[str, Any], result: Any, target: str) -> bool:
     """The fuzzed policy's own outcome: refused by nsscaler with its field named, or its namespace frozen with the
-    record exactly where its status says it holds it (and nsscaler freezes Deployments for it, for real)."""
+    record exactly where its status says it holds it (and nsscaler freezes Deployments for it, for real). True
+    when the policy was served (not reported `InvalidSpec`)."""
     status = api.status(name)
     assert status["observedGeneration"] >= 1, status
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     if ready["reason"] == "InvalidSpec":
         assert result.exit_code == 1 and ready["message"].startswith("spec"), ready
         assert_running(api, target, "app", count=2)
-        return
+        return False
     freezes = "Deployment" in spec.get("kinds", ["Deployment"]) and not spec.get("dry_run")
     if target in (status.get("heldNamespaces") or []) and freezes:
         assert_frozen(api, target, "app", count=2, by=name)
     else:
         assert_running(api, target, "app", count=2)
+    return True
 
 
 def test_every_admitted_nsscaler_is_served_or_reported(api: AdminApi, run_job, world: World):
@@ -184,7 +186,9 @@ def test_every_admitted_nsscaler_is_served_or_reported(api: AdminApi, run_job, w
             return
         try:
             result = world.run(run_job)
-            check_policy_outcome(api, name, obj["spec"], result, target)
+            served = check_policy_outcome(api, name, obj["spec"], result, target)
+            if isinstance(spec, dict) and spec.get("exceptions"):
+                schema_fuzz.outcome("NSScaler with exceptions", served=served)
         finally:
             remove(api, "NSScaler", name)
 

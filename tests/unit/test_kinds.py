@@ -100,6 +100,17 @@ def test_the_shipped_cluster_role_grants_what_a_run_needs_for_every_built_in_kin
     assert not missing, f"kustomize/base/rbac.yaml: grant {', '.join(missing)} in the ClusterRole nsscaler-base"
 
 
+def test_no_shipped_cluster_role_reads_configmaps_or_secrets():
+    """Other teams' configuration stays theirs: the ICS calendars policies name are read through a Role in
+    nsscaler's own namespace (kustomize/base/calendar-rbac.yaml), never through a ClusterRole."""
+    granted = [f"{path.relative_to(ROOT)}: {d['metadata']['name']} {r['verbs']} {r['resources']}"
+               for path in sorted((ROOT / "kustomize").rglob("*.yaml"))
+               for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "ClusterRole"
+               for r in d.get("rules") or [] if {"configmaps", "secrets", "*"} & set(r.get("resources", []))
+               and "" in r.get("apiGroups", [])]
+    assert not granted, f"grant ConfigMaps in nsscaler's namespace with a Role, not cluster-wide: {granted}"
+
+
 def test_the_docs_kind_table_names_every_built_in_kind():
     page = (ROOT / "docs/operating/behaviour.md").read_text()
     table = page.split("## What gets frozen", 1)[1].split("\n\n", 2)[1]
