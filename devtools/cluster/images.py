@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -169,6 +170,16 @@ def _build_busybox(log: Path, _work: Path) -> None:
                   config=["--entrypoint", '["/bin/busybox"]', "--cmd", "sh", "--env", "PATH=/bin"], log=log)
 
 
+def source_date_epoch() -> str:
+    """The time every file and the image's creation date are set to (`buildah bud --timestamp`), so that the
+    same inputs give the same image: `SOURCE_DATE_EPOCH` if set, else the time of the checkout's last commit."""
+    if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():
+        return os.environ["SOURCE_DATE_EPOCH"]
+    result = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True,
+                            check=False)
+    return result.stdout.strip() if result.returncode == 0 and result.stdout.strip().isdigit() else "0"
+
+
 def build_project(log: Path, tag: str | None = None) -> None:
     """`buildah bud` of the Dockerfile as `tag` (default: the project image), every step run again (no layer
     cache); the image's SBOM is then copied next to the project's archive in the cache."""
@@ -178,7 +189,8 @@ def build_project(log: Path, tag: str | None = None) -> None:
     _progress(f"buildah bud of the Dockerfile (FROM {base}, built here)")
     # chroot isolation and the host network: no CNI of buildah's own, and `RUN pip` reaches the index.
     _buildah("bud", "--pull-never", "--isolation", "chroot", "--network", "host", "--layers=false",
-             "-t", tag or project_image(), "-f", "Dockerfile", ".", log=log, cwd=ROOT)
+             "--timestamp", source_date_epoch(), "-t", tag or project_image(), "-f", "Dockerfile", ".", log=log,
+             cwd=ROOT)
     sbom = sbom_file()
     sbom.write_bytes(contents(tag or project_image(), log=log).sbom)
     _progress(f"its SBOM: {sbom}")
@@ -257,6 +269,38 @@ def build_lock() -> Iterator[None]:
         yield
 
 
+def _build_one(name: str, archive: Path) -> None:
+    """Build one of the images into its archive; the caller holds `build_lock`."""
+    folder = cache_dir()
+    log = folder / "build.log"
+    builders = {PAUSE_IMAGE: _build_pause, busybox_image(): _build_busybox}
+    started = time.monotonic()
+    _progress(f"building {name} (log: {log})")
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        if name in builders:
+            builders[name](log, Path(tmp))
+        else:
+            build_project(log)
+            version = name.rsplit(':', 1)[1]
+            for stale in {*folder.glob(f"nsscaler-{version}-*.tar"),
+                          *folder.glob(f"nsscaler-{version}-*.cdx.json")} - {archive, sbom_file()}:
+                stale.unlink()
+    _save(name, archive, log=log)
+    _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
+
+
+def ensure_project_image() -> Path:
+    """The project image's archive (its SBOM beside it, `sbom_file()`), built only if the cache lacks it: what
+    `make release` pushes."""
+    archive = archives()[project_image()]
+    if not archive.exists():
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        with build_lock():
+            if not archive.exists():
+                _build_one(project_image(), archive)
+    return archive
+
+
 def ensure_images() -> dict[str, Path]:
     """Build whichever of the three images the cache lacks; return name -> archive."""
     wanted = archives()
@@ -265,24 +309,9 @@ def ensure_images() -> dict[str, Path]:
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     with build_lock():
-        log = folder / "build.log"
-        builders = {PAUSE_IMAGE: _build_pause, busybox_image(): _build_busybox}
         for name, archive in wanted.items():
-            if archive.exists():
-                continue
-            started = time.monotonic()
-            _progress(f"building {name} (log: {log})")
-            with tempfile.TemporaryDirectory(dir=folder) as tmp:
-                if name in builders:
-                    builders[name](log, Path(tmp))
-                else:
-                    build_project(log)
-                    version = name.rsplit(':', 1)[1]
-                    for stale in {*folder.glob(f"nsscaler-{version}-*.tar"),
-                                  *folder.glob(f"nsscaler-{version}-*.cdx.json")} - {archive, sbom_file()}:
-                        stale.unlink()
-            _save(name, archive, log=log)
-            _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
+            if not archive.exists():
+                _build_one(name, archive)
     return wanted
 
 
