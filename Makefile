@@ -78,11 +78,11 @@ docs: install ## build the docs site (docs/_build/html) from scratch; any warnin
 metrics-tools: install ## build kube-state-metrics, promtool and helm once for the metrics and chart tests (cached, ~12 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.tools kube-state-metrics promtool helm
 
-release-tools: install ## build crane and cosign once from their Go modules, for `make release` and its tests (cached, ~2 min on 2 cores; helm: `make helm`)
+publish-tools: install ## build crane and cosign once from their Go modules, for `make publish` and its tests (cached, ~2 min on 2 cores; helm: `make helm`)
 	$(BIN)/python -m devtools.cluster.tools crane cosign helm
 
-release: install release-tools ## publish: image and chart as OCI artifacts to REGISTRY=<host>[:<port>]/<path>, signed by digest (COSIGN_KEY, COSIGN_PASSWORD), SBOM attested; prints every digest
-	@[ -n "$(REGISTRY)" ] || { echo "say where to publish: make release REGISTRY=<host>[:<port>]/<path>" >&2; exit 2; }
+publish: install publish-tools ## publish a release: image and chart as OCI artifacts to REGISTRY=<host>[:<port>]/<path>, signed by digest (COSIGN_KEY, COSIGN_PASSWORD), SBOM attested; prints every digest
+	@[ -n "$(REGISTRY)" ] || { echo "say where to publish: make publish REGISTRY=<host>[:<port>]/<path>" >&2; exit 2; }
 	$(BIN)/python -m devtools.publish $(REGISTRY)
 
 helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 cores)
@@ -136,7 +136,7 @@ node-binaries: install control-plane ## build kubelet, kube-scheduler, kube-prox
 node-images: install node-deps ## (root) build the node's images offline: nsscaler, busybox, pause (cached)
 	$(BIN)/python -m devtools.cluster.images
 
-test-node: install node-binaries node-images gateway-tools release-tools ## (root) the node tier: the CronJob's own image on a real node
+test-node: install node-binaries node-images gateway-tools publish-tools ## (root) the node tier: the CronJob's own image on a real node
 	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
 
 node-up: install node-binaries node-images ## (root) a control plane plus a Ready node (.cluster/kubeconfig)
@@ -212,4 +212,4 @@ run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscale
 .PHONY: help install lock docs rows control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
 	test-unit mutation cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
 	chart package keep-release versions-table node-deps node-binaries \
-	node-images test-node node-up node-down
+	node-images test-node node-up node-down publish publish-tools

@@ -1,4 +1,4 @@
-"""Publish a release (`make release REGISTRY=<host>[:<port>]/<path>`): the image and the chart as signed OCI
+"""Publish a release (`make publish REGISTRY=<host>[:<port>]/<path>`): the image and the chart as signed OCI
 artifacts, addressed by digest.
 
 1. The image: the project's Dockerfile built with buildah (the node tier's build, `images.ensure_project_image`,
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "nsscaler"
 IMAGE_NAME = "nsscaler"
 CHARTS_PATH = "charts"
-#: the tools a release needs, built from their Go modules (`make release-tools`)
+#: the tools a release needs, built from their Go modules (`make publish-tools`)
 TOOLS = ("crane", "cosign", "helm")
 _LOOPBACK = re.compile(r"^(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?$")
 
@@ -81,7 +81,7 @@ def check_registry(registry: str) -> str:
     registry = registry.strip().rstrip("/")
     if not re.fullmatch(r"[A-Za-z0-9.\-]+(:[0-9]+)?(/[a-z0-9._\-]+)*", registry):
         raise ReleaseError(f"REGISTRY={registry!r}: give the registry as host[:port]/path, without a scheme "
-                           "(make release REGISTRY=<registry>/<path>)")
+                           "(make publish REGISTRY=<registry>/<path>)")
     return registry
 
 

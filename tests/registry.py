@@ -1,5 +1,5 @@
 """A real OCI registry on loopback for the release tests: `crane registry serve` (go-containerregistry's registry,
-built from its module by `make release-tools`), blobs on disk in the test's folder, on a port the kernel chooses,
+built from its module by `make publish-tools`), blobs on disk in the test's folder, on a port the kernel chooses,
 stopped at the end. Its log has one line per request, which is how a test sees who pulled what."""
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ def _build_one(name: str, archive: Path) -> None:
 
 def ensure_project_image() -> Path:
     """The project image's archive (its SBOM beside it, `sbom_file()`), built only if the cache lacks it: what
-    `make release` pushes."""
+    `make publish` pushes."""
     archive = archives()[project_image()]
     if not archive.exists():
         cache_dir().mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ TOOLS = {
     # helm v4 is a Go module of its own (helm.sh/helm/v4); its Makefile stamps the version the same way
     "helm": Tool("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", "v4.3.2", "v4.3.2",
                  version_var="helm.sh/helm/v4/internal/version.version"),
-    # the release tools (`make release-tools`): crane serves a real OCI registry to the tests and reads digests;
+    # the release tools (`make publish-tools`): crane serves a real OCI registry to the tests and reads digests;
     # cosign v2 signs and verifies with a key pair offline (v3 defaults to a signing config that wants the network)
     "crane": Tool("crane", "github.com/google/go-containerregistry",
                   "github.com/google/go-containerregistry/cmd/crane", "v0.22.1", "v0.22.1",

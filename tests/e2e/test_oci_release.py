@@ -1,4 +1,4 @@
-"""A release into a real OCI registry (crane's, on loopback): `python -m devtools.publish` — what `make release`
+"""A release into a real OCI registry (crane's, on loopback): `python -m devtools.publish` — what `make publish`
 runs — pushes the project's image and its chart pinned to that image's digest, signs both and attests the SBOM
 with a key pair made for this run; cosign verifies them with the public key, `helm pull --version` gives the pinned
 chart, and an image or a chart pushed over the same tag afterwards is refused by verification.

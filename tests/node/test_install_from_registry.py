@@ -1,5 +1,5 @@
 """Installed from a registry only, as a platform team installs a release: the release is published into a real
-local OCI registry (crane's, on loopback) by `devtools.publish` (what `make release` runs), cosign verifies the
+local OCI registry (crane's, on loopback) by `devtools.publish` (what `make publish` runs), cosign verifies the
 image and the chart by digest with the release's public key, `helm install oci://…/nsscaler --version …`
 installs the chart, and the kubelet pulls the image by digest from that registry (containerd reaches it through a
 hosts.toml for that registry only). A run from the CronJob freezes a family on the node. An image pushed over the
