@@ -198,17 +198,23 @@ def release(registry: str, *, key: str, archive: Path | None = None, sbom: Path 
         raise ReleaseError("COSIGN_PASSWORD is not set: export the private key's password (empty for none)")
     ver = version()
     crane, cosign, helm = (tools.ensure_tool(name) for name in TOOLS)
-    if archive is None:
-        _say("the image: the Dockerfile built with buildah (cached by its inputs)")
-        archive = images.ensure_project_image()
-        sbom = images.sbom_file()
-    if sbom is None or not sbom.exists():
-        raise ReleaseError(f"the image's SBOM {sbom} is missing: build the image again (make node-images)")
+    images.cache_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="publish-", dir=images.cache_dir()) as tmp:  # links, not copies
+        if archive is None:
+            _say("the image: the Dockerfile built with buildah (cached by its inputs)")
+            archive, sbom = images.ensure_project_image(Path(tmp))
+        if sbom is None or not sbom.exists():
+            raise ReleaseError(f"the image's SBOM {sbom} is missing: build the image again (make node-images)")
+        return _publish(registry, ver, key, archive, sbom, dist or ROOT / "dist", crane=crane, cosign=cosign,
+                        helm=helm)
+
+
+def _publish(registry: str, ver: str, key: str, archive: Path, sbom: Path, dist: Path, *, crane: Path,
+             cosign: Path, helm: Path) -> Published:
     repository = f"{registry}/{IMAGE_NAME}"
     _say(f"pushing {archive.name} to {repository}:{ver}")
     image_digest = push_image(crane, archive, f"{repository}:{ver}", registry)
     image = f"{repository}@{image_digest}"
-    dist = dist or ROOT / "dist"
     dist.mkdir(parents=True, exist_ok=True)
     _say(f"packaging the chart pinned to {image}")
     package = package_chart(helm, repository=repository, digest=image_digest, dest=dist)

@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -289,16 +290,26 @@ def _build_one(name: str, archive: Path) -> None:
     _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
 
 
-def ensure_project_image() -> Path:
-    """The project image's archive (its SBOM beside it, `sbom_file()`), built only if the cache lacks it: what
-    `make publish` pushes."""
+def ensure_project_image(keep_in: Path) -> tuple[Path, Path]:
+    """The project image's archive and its SBOM, built only if the cache lacks them, hard-linked into `keep_in`
+    under the build lock: what `make publish` pushes. (Another checkout's build of the same version replaces the
+    cache's archive; the links keep this one's.)"""
     archive = archives()[project_image()]
-    if not archive.exists():
-        cache_dir().mkdir(parents=True, exist_ok=True)
-        with build_lock():
-            if not archive.exists():
-                _build_one(project_image(), archive)
-    return archive
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    keep_in.mkdir(parents=True, exist_ok=True)
+    with build_lock():
+        if not archive.exists():
+            _build_one(project_image(), archive)
+        kept = []
+        for source in (archive, sbom_file()):
+            link = keep_in / source.name
+            link.unlink(missing_ok=True)
+            try:
+                os.link(source, link)
+            except OSError:  # another file system: a copy
+                shutil.copyfile(source, link)
+            kept.append(link)
+    return kept[0], kept[1]
 
 
 def ensure_images() -> dict[str, Path]:
