@@ -4,7 +4,9 @@
   Dockerfile's `FROM`, so the project's own Dockerfile builds unchanged with `buildah bud`: its `RUN apt-get` installs
   the same pinned python3.11 packages the shipped image gets, and its `RUN pip` fetches the locked files from the
   package index, as with Docker, and checks their hashes;
-- nsscaler's image, from that Dockerfile; its SBOM is copied out of the image next to its archive
+- nsscaler's image, from that Dockerfile, every file's time and its creation date set to the last commit's time
+  (`--timestamp`, `source_date_epoch`): built twice, it is the same image (tests/node/test_image.py), which is
+  what `make publish` pushes; its SBOM is copied out of the image next to its archive
   (`nsscaler-<version>-<digest>.cdx.json`);
 - a workload image: Debian's static busybox, for Deployments and StatefulSets whose Pods really run;
 - the sandbox (pause) image, compiled from `build/pause/linux/pause.c` of the k8s.io/kubernetes module.
@@ -240,6 +242,12 @@ def contents(image: str, *, log: Path) -> Contents:
             _buildah("umount", ctr, log=log)
     finally:
         _buildah("rm", ctr, log=log)
+
+
+def image_id(image: str, *, log: Path) -> str:
+    """The image's ID: the digest of its configuration, which names every layer's digest (and the creation time
+    `--timestamp` sets): two builds with the same ID hold the same bytes."""
+    return _buildah("images", "--quiet", "--no-trunc", image, log=log)
 
 
 def remove_image(image: str, *, log: Path) -> None:

@@ -1,4 +1,5 @@
-"""Build kube-state-metrics, promtool and helm from their Go modules, once, into a cache (metrics and chart tests).
+"""Build kube-state-metrics, promtool, helm, crane and cosign from their Go modules, once, into a cache (metrics,
+chart and release tests).
 
 Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler/promtool-v0.316.0/`), with its
 build log and a manifest written last, so a half-finished build is never taken for a finished one. A flock
