@@ -4,10 +4,10 @@
   Dockerfile's `FROM`, so the project's own Dockerfile builds unchanged with `buildah bud`: its `RUN apt-get` installs
   the same pinned python3.11 packages the shipped image gets, and its `RUN pip` fetches the locked files from the
   package index, as with Docker, and checks their hashes;
-- nsscaler's image, from that Dockerfile, every file's time and its creation date set to the last commit's time
-  (`--timestamp`, `source_date_epoch`): built twice, it is the same image (tests/node/test_image.py), which is
-  what `make publish` pushes; its SBOM is copied out of the image next to its archive
-  (`nsscaler-<version>-<digest>.cdx.json`);
+- nsscaler's image, from that Dockerfile, every file's time and its creation date set to the time of the last
+  commit that changed its inputs (`--timestamp`, `source_date_epoch`): built twice, it is the same image
+  (tests/node/test_image.py), which is what `make publish` pushes; its SBOM is copied out of the image next to
+  its archive (`nsscaler-<version>-<digest>.cdx.json`);
 - a workload image: Debian's static busybox, for Deployments and StatefulSets whose Pods really run;
 - the sandbox (pause) image, compiled from `build/pause/linux/pause.c` of the k8s.io/kubernetes module.
 
@@ -175,11 +175,12 @@ def _build_busybox(log: Path, _work: Path) -> None:
 
 def source_date_epoch() -> str:
     """The time every file and the image's creation date are set to (`buildah bud --timestamp`), so that the
-    same inputs give the same image: `SOURCE_DATE_EPOCH` if set, else the time of the checkout's last commit."""
+    same inputs give the same image: `SOURCE_DATE_EPOCH` if set, else the time of the last commit that changed
+    what the image is built from (a later commit elsewhere builds the same image)."""
     if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():
         return os.environ["SOURCE_DATE_EPOCH"]
-    result = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct", "--", *_PROJECT_INPUTS],
+                            capture_output=True, text=True, check=False)
     return result.stdout.strip() if result.returncode == 0 and result.stdout.strip().isdigit() else "0"
 
 
