@@ -10,6 +10,7 @@ so that install is set aside for this test and applied again afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from devtools import builders, publish
 from devtools.builders import AdminApi, wait_until
-from devtools.cluster import controlplane, node
+from devtools.cluster import controlplane, images, node
 from job import __version__
 from tests.conftest import apply_manifest, built_tool, kubectl
 from tests.node.conftest import NAMESPACE, OVERLAY, run_cronjob_now, running_family
@@ -80,14 +81,23 @@ def overlay_installed(api: AdminApi) -> bool:
 
 
 @pytest.fixture
-def overlay_set_aside(control_plane: controlplane.ControlPlane, api: AdminApi) -> Iterator[None]:
-    """The session's kustomize install removed for the chart's, and applied again (suspended) afterwards."""
+def overlay_set_aside(control_plane: controlplane.ControlPlane, api: AdminApi, the_node: node.Node) -> Iterator[None]:
+    """The session's kustomize install removed for the chart's, and applied again (suspended) afterwards. The
+    node's own copy of the image (`localhost/nsscaler:<version>`, imported at its start) is removed too, so the
+    kubelet has nothing but the registry to run the chart's image from, and imported again afterwards: the other
+    tests run it with `imagePullPolicy: Never` (and containerd 1.6 loses the name of an imported image once the
+    same image is pulled under another name: its Pods then fail with ErrImageNeverPull)."""
     was = overlay_installed(api)
     if was:
         subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), "delete", "-k", str(OVERLAY),
                         "--ignore-not-found", "--wait", "--timeout=180s"], check=True, capture_output=True)
     wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=180, what=f"namespace {NAMESPACE} gone")
+    with contextlib.suppress(subprocess.CalledProcessError):  # absent already: nothing to remove
+        the_node.ctr("images", "rm", images.project_image())
     yield
+    with contextlib.suppress(subprocess.CalledProcessError):
+        the_node.ctr("images", "rm", images.project_image())
+    the_node.ctr("images", "import", str(images.archives()[images.project_image()]))
     if was:
         wait_until(lambda: not api.exists("Namespace", NAMESPACE), timeout=180, what=f"namespace {NAMESPACE} gone")
         apply_manifest(control_plane.admin_kubeconfig, OVERLAY, kustomize=True)
