@@ -247,6 +247,11 @@ def _kubelet_config(node: Node, ca: pki.Authority, *, port: int, healthz: int) -
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                          "nodefs.inodesFree": "1%"},
+        # The images are imported, not pulled, and one of them is also pulled from a registry by the release test
+        # (the same image under another name): kubelet then checks credentials for every other name of it, and a
+        # Pod using the imported name with `imagePullPolicy: Never` fails with ErrImageNeverPull. The node's images
+        # are for any Pod: no credential check of images already on it.
+        "imagePullCredentialsVerificationPolicy": "NeverVerify",
         "maxPods": MAX_PODS, "serializeImagePulls": False, "rotateCertificates": False,
         "syncFrequency": "10s", "fileCheckFrequency": "10s",
     }

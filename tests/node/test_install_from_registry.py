@@ -85,8 +85,8 @@ def overlay_set_aside(control_plane: controlplane.ControlPlane, api: AdminApi, t
     """The session's kustomize install removed for the chart's, and applied again (suspended) afterwards. The
     node's own copy of the image (`localhost/nsscaler:<version>`, imported at its start) is removed too, so the
     kubelet has nothing but the registry to run the chart's image from, and imported again afterwards: the other
-    tests run it with `imagePullPolicy: Never` (and containerd 1.6 loses the name of an imported image once the
-    same image is pulled under another name: its Pods then fail with ErrImageNeverPull)."""
+    tests run it with `imagePullPolicy: Never` (which works after the pull only because the node's kubelet does
+    not check credentials for images already on it: `imagePullCredentialsVerificationPolicy`, node.py)."""
     was = overlay_installed(api)
     if was:
         subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), "delete", "-k", str(OVERLAY),
