@@ -11,11 +11,13 @@ ARG PYTHON_DEBIAN_VERSION=3.11.2-6+deb12u9
 FROM debian:bookworm-slim AS python
 ARG PYTHON_DEBIAN_VERSION
 # Every package of the interpreter at the one version (apt refuses a mismatch rather than mixing patch levels).
+# apt's and dpkg's logs and caches, and ldconfig's, go too: they differ from one build to the next (times, ordering)
+# and nothing reads them at run time, so the same commit gives the same layers (`make publish` pushes them).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
     python3.11=${PYTHON_DEBIAN_VERSION} python3.11-minimal=${PYTHON_DEBIAN_VERSION} \
     libpython3.11-stdlib=${PYTHON_DEBIAN_VERSION} libpython3.11-minimal=${PYTHON_DEBIAN_VERSION} \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /var/cache/ldconfig/aux-cache
 
 FROM python AS build
 ARG PYTHON_DEBIAN_VERSION

@@ -77,7 +77,14 @@ docs: install ## build the docs site (docs/_build/html) from scratch; any warnin
 	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
 metrics-tools: install ## build kube-state-metrics, promtool, helm and krew once for the metrics, chart and plugin tests (cached, ~14 min on 2 cores)
-	$(BIN)/python -m devtools.cluster.tools
+	$(BIN)/python -m devtools.cluster.tools kube-state-metrics promtool helm krew
+
+publish-tools: install ## build crane and cosign once from their Go modules, for `make publish` and its tests (cached, ~8 min on 2 cores; helm: `make helm`)
+	$(BIN)/python -m devtools.cluster.tools crane cosign helm
+
+publish: install publish-tools ## publish a release: image and chart as OCI artifacts to REGISTRY=<host>[:<port>]/<path>, signed by digest (COSIGN_KEY, COSIGN_PASSWORD), SBOM attested; prints every digest
+	@[ -n "$(REGISTRY)" ] || { echo "say where to publish: make publish REGISTRY=<host>[:<port>]/<path>" >&2; exit 2; }
+	$(BIN)/python -m devtools.publish $(REGISTRY)
 
 helm: install ## build helm v4 once from its Go module (cached, ~4 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.tools helm
@@ -139,7 +146,7 @@ node-binaries: install control-plane ## build kubelet, kube-scheduler, kube-prox
 node-images: install node-deps ## (root) build the node's images offline: nsscaler, busybox, pause (cached)
 	$(BIN)/python -m devtools.cluster.images
 
-test-node: install node-binaries node-images gateway-tools ## (root) the node tier: the CronJob's own image on a real node
+test-node: install node-binaries node-images gateway-tools publish-tools ## (root) the node tier: the CronJob's own image on a real node
 	$(BIN)/pytest -m node tests/node $(PYTEST_ARGS)
 	$(BIN)/pytest -m node tests/node/test_helm_on_node.py $(PYTEST_ARGS) || [ $$? -eq 5 ]  # its own node session
 
@@ -216,4 +223,4 @@ run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscale
 .PHONY: help install lock docs rows control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
 	test-unit mutation cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
 	chart package krew plugin-archive keep-release versions-table node-deps node-binaries \
-	node-images test-node node-up node-down
+	node-images test-node node-up node-down publish publish-tools

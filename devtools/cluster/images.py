@@ -4,8 +4,10 @@
   Dockerfile's `FROM`, so the project's own Dockerfile builds unchanged with `buildah bud`: its `RUN apt-get` installs
   the same pinned python3.11 packages the shipped image gets, and its `RUN pip` fetches the locked files from the
   package index, as with Docker, and checks their hashes;
-- nsscaler's image, from that Dockerfile; its SBOM is copied out of the image next to its archive
-  (`nsscaler-<version>-<digest>.cdx.json`);
+- nsscaler's image, from that Dockerfile, every file's time and its creation date set to the time of the last
+  commit that changed its inputs (`--timestamp`, `source_date_epoch`): built twice, it is the same image
+  (tests/node/test_image.py), which is what `make publish` pushes; its SBOM is copied out of the image next to
+  its archive (`nsscaler-<version>-<digest>.cdx.json`);
 - a workload image: Debian's static busybox, for Deployments and StatefulSets whose Pods really run;
 - the sandbox (pause) image, compiled from `build/pause/linux/pause.c` of the k8s.io/kubernetes module.
 
@@ -20,7 +22,9 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -169,6 +173,17 @@ def _build_busybox(log: Path, _work: Path) -> None:
                   config=["--entrypoint", '["/bin/busybox"]', "--cmd", "sh", "--env", "PATH=/bin"], log=log)
 
 
+def source_date_epoch() -> str:
+    """The time every file and the image's creation date are set to (`buildah bud --timestamp`), so that the
+    same inputs give the same image: `SOURCE_DATE_EPOCH` if set, else the time of the last commit that changed
+    what the image is built from (a later commit elsewhere builds the same image)."""
+    if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():
+        return os.environ["SOURCE_DATE_EPOCH"]
+    result = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct", "--", *_PROJECT_INPUTS],
+                            capture_output=True, text=True, check=False)
+    return result.stdout.strip() if result.returncode == 0 and result.stdout.strip().isdigit() else "0"
+
+
 def build_project(log: Path, tag: str | None = None) -> None:
     """`buildah bud` of the Dockerfile as `tag` (default: the project image), every step run again (no layer
     cache); the image's SBOM is then copied next to the project's archive in the cache."""
@@ -178,7 +193,8 @@ def build_project(log: Path, tag: str | None = None) -> None:
     _progress(f"buildah bud of the Dockerfile (FROM {base}, built here)")
     # chroot isolation and the host network: no CNI of buildah's own, and `RUN pip` reaches the index.
     _buildah("bud", "--pull-never", "--isolation", "chroot", "--network", "host", "--layers=false",
-             "-t", tag or project_image(), "-f", "Dockerfile", ".", log=log, cwd=ROOT)
+             "--timestamp", source_date_epoch(), "-t", tag or project_image(), "-f", "Dockerfile", ".", log=log,
+             cwd=ROOT)
     sbom = sbom_file()
     sbom.write_bytes(contents(tag or project_image(), log=log).sbom)
     _progress(f"its SBOM: {sbom}")
@@ -229,6 +245,12 @@ def contents(image: str, *, log: Path) -> Contents:
         _buildah("rm", ctr, log=log)
 
 
+def image_id(image: str, *, log: Path) -> str:
+    """The image's ID: the digest of its configuration, which names every layer's digest (and the creation time
+    `--timestamp` sets): two builds with the same ID hold the same bytes."""
+    return _buildah("images", "--quiet", "--no-trunc", image, log=log)
+
+
 def remove_image(image: str, *, log: Path) -> None:
     _buildah("rmi", image, log=log)
 
@@ -257,6 +279,48 @@ def build_lock() -> Iterator[None]:
         yield
 
 
+def _build_one(name: str, archive: Path) -> None:
+    """Build one of the images into its archive; the caller holds `build_lock`."""
+    folder = cache_dir()
+    log = folder / "build.log"
+    builders = {PAUSE_IMAGE: _build_pause, busybox_image(): _build_busybox}
+    started = time.monotonic()
+    _progress(f"building {name} (log: {log})")
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        if name in builders:
+            builders[name](log, Path(tmp))
+        else:
+            build_project(log)
+            version = name.rsplit(':', 1)[1]
+            for stale in {*folder.glob(f"nsscaler-{version}-*.tar"),
+                          *folder.glob(f"nsscaler-{version}-*.cdx.json")} - {archive, sbom_file()}:
+                stale.unlink()
+    _save(name, archive, log=log)
+    _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
+
+
+def ensure_project_image(keep_in: Path) -> tuple[Path, Path]:
+    """The project image's archive and its SBOM, built only if the cache lacks them, hard-linked into `keep_in`
+    under the build lock: what `make publish` pushes. (Another checkout's build of the same version replaces the
+    cache's archive; the links keep this one's.)"""
+    archive = archives()[project_image()]
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    keep_in.mkdir(parents=True, exist_ok=True)
+    with build_lock():
+        if not archive.exists():
+            _build_one(project_image(), archive)
+        kept = []
+        for source in (archive, sbom_file()):
+            link = keep_in / source.name
+            link.unlink(missing_ok=True)
+            try:
+                os.link(source, link)
+            except OSError:  # another file system: a copy
+                shutil.copyfile(source, link)
+            kept.append(link)
+    return kept[0], kept[1]
+
+
 def ensure_images() -> dict[str, Path]:
     """Build whichever of the three images the cache lacks; return name -> archive."""
     wanted = archives()
@@ -265,24 +329,9 @@ def ensure_images() -> dict[str, Path]:
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     with build_lock():
-        log = folder / "build.log"
-        builders = {PAUSE_IMAGE: _build_pause, busybox_image(): _build_busybox}
         for name, archive in wanted.items():
-            if archive.exists():
-                continue
-            started = time.monotonic()
-            _progress(f"building {name} (log: {log})")
-            with tempfile.TemporaryDirectory(dir=folder) as tmp:
-                if name in builders:
-                    builders[name](log, Path(tmp))
-                else:
-                    build_project(log)
-                    version = name.rsplit(':', 1)[1]
-                    for stale in {*folder.glob(f"nsscaler-{version}-*.tar"),
-                                  *folder.glob(f"nsscaler-{version}-*.cdx.json")} - {archive, sbom_file()}:
-                        stale.unlink()
-            _save(name, archive, log=log)
-            _progress(f"{name} saved to {archive} in {time.monotonic() - started:.0f}s")
+            if not archive.exists():
+                _build_one(name, archive)
     return wanted
 
 

@@ -57,6 +57,25 @@ class Node:
     def socket(self) -> Path:
         return self.state_dir / "containerd.sock"
 
+    @property
+    def registry_hosts(self) -> Path:
+        """containerd's per-registry configuration (`hosts.toml` files): empty, so no registry is reached unless a
+        test says how (`reach_registry`)."""
+        return self.state_dir / "certs.d"
+
+    def reach_registry(self, host: str) -> Path:
+        """Let containerd pull from the plain-HTTP registry at `host` (`127.0.0.1:<port>`, on this host's
+        loopback: containerd, not the Pod, pulls), and from no other address for it; returns the hosts.toml.
+        containerd reads the folder at every pull: no restart."""
+        folder = self.registry_hosts / host
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "hosts.toml").write_text(f'server = "http://{host}"\n\n[host."http://{host}"]\n'
+                                           '  capabilities = ["pull", "resolve"]\n')
+        return folder / "hosts.toml"
+
+    def forget_registry(self, host: str) -> None:
+        shutil.rmtree(self.registry_hosts / host, ignore_errors=True)
+
     def save(self) -> None:
         data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
         (self.state_dir / "node.json").write_text(json.dumps(data, indent=2))
@@ -195,6 +214,8 @@ def _containerd_config(node: Node) -> str:
         f"{cri[:-1]}.containerd]", '  snapshotter = "overlayfs"', '  default_runtime_name = "runc"',
         runc, '  runtime_type = "io.containerd.runc.v2"',
         f"{runc[:-1]}.options]", "  SystemdCgroup = false", f'  Root = "{state / "runc"}"',
+        # Registries are reached only as a hosts.toml in this folder says (the node tier's own local registry).
+        f"{cri[:-1]}.registry]", f'  config_path = "{node.registry_hosts}"',
         f"{cri[:-1]}.cni]", f'  bin_dir = "{CNI_BIN}"', f'  conf_dir = "{state / "cni"}"', "  max_conf_num = 1",
         "",
     ])
@@ -226,6 +247,11 @@ def _kubelet_config(node: Node, ca: pki.Authority, *, port: int, healthz: int) -
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                          "nodefs.inodesFree": "1%"},
+        # The images are imported, not pulled, and one of them is also pulled from a registry by the release test
+        # (the same image under another name): kubelet then checks credentials for every other name of it, and a
+        # Pod using the imported name with `imagePullPolicy: Never` fails with ErrImageNeverPull. The node's images
+        # are for any Pod: no credential check of images already on it.
+        "imagePullCredentialsVerificationPolicy": "NeverVerify",
         "maxPods": MAX_PODS, "serializeImagePulls": False, "rotateCertificates": False,
         "syncFrequency": "10s", "fileCheckFrequency": "10s",
     }
@@ -292,6 +318,7 @@ def _start_processes(node: Node, plane: controlplane.ControlPlane, archives: dic
     ca = pki.Authority.load(plane.state_dir / "pki")
     (state / "cni").mkdir(exist_ok=True)
     (state / "cni" / "10-nsscaler.conflist").write_text(json.dumps(_cni_config(state), indent=2))
+    node.registry_hosts.mkdir(exist_ok=True)
     (state / "containerd.toml").write_text(_containerd_config(node))
     node.launch("containerd", [node.binaries["containerd"], "--config", str(state / "containerd.toml")],
                 die_with_parent=die_with_parent)

@@ -1,5 +1,5 @@
-"""Build kube-state-metrics, promtool, helm and krew from their Go modules, once, into a cache (metrics, chart and
-plugin tests).
+"""Build kube-state-metrics, promtool, helm, krew, crane and cosign from their Go modules, once, into a cache
+(metrics, chart, plugin and release tests).
 
 Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler/promtool-v0.316.0/`), with its
 build log and a manifest written last, so a half-finished build is never taken for a finished one. A flock
@@ -59,6 +59,13 @@ TOOLS = {
     # krew installs the kubectl plugin from a local index in the plugin's install test
     "krew": Tool("krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", "v0.4.3", "v0.4.3",
                  version_var="sigs.k8s.io/krew/internal/version.gitTag"),
+    # the release tools (`make publish-tools`): crane serves a real OCI registry to the tests and reads digests;
+    # cosign v2 signs and verifies with a key pair offline (v3 defaults to a signing config that wants the network)
+    "crane": Tool("crane", "github.com/google/go-containerregistry",
+                  "github.com/google/go-containerregistry/cmd/crane", "v0.22.1", "v0.22.1",
+                  version_var="github.com/google/go-containerregistry/cmd/crane/cmd.Version"),
+    "cosign": Tool("cosign", "github.com/sigstore/cosign/v2", "github.com/sigstore/cosign/v2/cmd/cosign",
+                   "v2.6.5", "v2.6.5", version_var="sigs.k8s.io/release-utils/version.gitVersion"),
 }
 
 

@@ -1,6 +1,7 @@
 """The image is reproducible and says what is inside it: the same commit, built twice from scratch with
 the offline `buildah bud` the node tier uses (`--layers=false`: every step runs again, every locked file is
-fetched and its hash checked again), holds the same packages, exactly requirements.lock's plus nsscaler's wheel —
+fetched and its hash checked again), is the same image (the same ID: every layer and the configuration the same,
+which `make publish` relies on), holds the same packages, exactly requirements.lock's plus nsscaler's wheel —
 no pip, no setuptools — and the SBOM in the image lists each of them with its version, in valid CycloneDX.
 Nothing here needs the node; it is in this tier because building images needs root and buildah.
 """
@@ -42,7 +43,7 @@ def test_two_builds_of_the_image_hold_the_lock_and_nothing_else(tmp_path: Path, 
     if os.geteuid() != 0:
         pytest.fail("building images needs root (buildah): run `make test-node` as root")
     log = tmp_path / "build.log"
-    built, seconds = [], []
+    built, seconds, ids = [], [], []
     with images.build_lock():
         for tag in ("localhost/nsscaler-repro:first", "localhost/nsscaler-repro:second"):
             started = time.monotonic()
@@ -50,9 +51,11 @@ def test_two_builds_of_the_image_hold_the_lock_and_nothing_else(tmp_path: Path, 
             seconds.append(time.monotonic() - started)
             try:
                 built.append(images.contents(tag, log=log))
+                ids.append(images.image_id(tag, log=log))
             finally:
                 images.remove_image(tag, log=log)
     first, second = built
+    assert ids[0] == ids[1], "two builds of the same commit differ: not one image to publish"
     assert first.freeze == second.freeze
     assert first.bytecode_checked == [], f"every run would compile these again: {first.bytecode_checked[:10]}"
     assert first.sbom == second.sbom, "the SBOM of the same commit changed between builds"
@@ -68,7 +71,8 @@ def test_two_builds_of_the_image_hold_the_lock_and_nothing_else(tmp_path: Path, 
     assert sboms.packages(bom) == pinned
     assert (bom["metadata"]["component"]["name"], bom["metadata"]["component"]["version"]) == ("nsscaler", __version__)
     figures.append(f"image built twice from scratch in {seconds[0]:.0f} s and {seconds[1]:.0f} s: the same "
-                   f"{len(pinned)} locked packages + nsscaler {__version__}, SBOM {len(first.sbom)} bytes, identical")
+                   f"{len(pinned)} locked packages + nsscaler {__version__}, SBOM {len(first.sbom)} bytes, identical; "
+                   f"the same image {ids[0][:19]}")
 
 
 @pytest.mark.usefixtures("installed")
