@@ -550,9 +550,18 @@ def test_an_openshift_style_install_freezes_and_restores(helm, plane, plane_api,
 
     # the renamed account is still nsscaler's to the admission policy: a write no run makes is refused
     account = plane.service_account_kubeconfig(tmp_path / "platform.kubeconfig", NAMESPACE, "platform-nsscaler")
-    refused = subprocess.run([kubectl(), "--kubeconfig", str(account), "-n", ns, "annotate", "deployment", "web",
-                              "example.com/not-nsscalers=1"], capture_output=True, text=True, check=False)
-    assert refused.returncode != 0 and "nsscaler may change only spec.replicas" in refused.stderr, refused.stderr
+    # (an admission policy takes effect when the API server has loaded and compiled it, which under load can be
+    # after the first run: each try writes another value, and the policy must refuse one within the wait)
+    tries: list[subprocess.CompletedProcess[str]] = []
+
+    def refused() -> bool:
+        tries.append(subprocess.run([kubectl(), "--kubeconfig", str(account), "-n", ns, "annotate", "--overwrite",
+                                     "deployment", "web", f"example.com/not-nsscalers={len(tries)}"],
+                                    capture_output=True, text=True, check=False))
+        return tries[-1].returncode != 0
+
+    wait_until(refused, timeout=60, what="the renamed account's foreign annotation refused")
+    assert "nsscaler may change only spec.replicas" in tries[-1].stderr, tries[-1].stderr
 
     api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1", "v2"]}})
     run_cronjob(plane, api, tmp_path, "shift-2", uid=uid)
