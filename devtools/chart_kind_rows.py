@@ -23,6 +23,9 @@ metadata:
   labels:
     app.kubernetes.io/name: nsscaler
     app.kubernetes.io/part-of: nsscaler
+    {{{{- with $.Values.commonLabels }}}}
+    {{{{- toYaml . | nindent 4 }}}}
+    {{{{- end }}}}
 spec:
 {{{{ toYaml .spec | indent 2 }}}}
 {{{{- if $.Values.kindRowsAccess }}}}
@@ -30,11 +33,14 @@ spec:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
-  name: nsscaler-kind-{{{{ .name }}}}
+  name: {{{{ include "nsscaler.fullname" $ }}}}-kind-{{{{ .name }}}}
   labels:
     app.kubernetes.io/name: nsscaler
     app.kubernetes.io/part-of: nsscaler
     {AGGREGATE_LABEL}: "true"
+    {{{{- with $.Values.commonLabels }}}}
+    {{{{- toYaml . | nindent 4 }}}}
+    {{{{- end }}}}
 rules:
   - apiGroups: [{{{{ regexReplaceAll "^[^.]*[.]" .spec.kind "" | quote }}}}]
     resources: [{{{{ required "kindRows: each spec needs plural, what its ClusterRole names" .spec.plural | quote }}}}]

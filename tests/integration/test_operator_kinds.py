@@ -21,7 +21,7 @@ from tests import crds
 from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
 from tests.conftest import built_tool
 from tests.faults import FaultProxy
-from tests.integration.test_helm import helm_env
+from tests.integration.test_helm import IMAGE, helm_env
 from tests.integration.test_release import release
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -475,7 +475,8 @@ def test_a_row_whose_kind_nsscaler_may_not_touch_is_named_and_the_other_policies
 def test_the_charts_kind_rows_render_nsscalerkinds_and_their_access_that_the_api_server_takes(
         api, prefix, kind_crd, tmp_path):
     values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump({"kindRows": [{"name": f"{prefix}paused", "spec": PAUSED_ROW}]}))
+    values.write_text(yaml.safe_dump({"kindRows": [{"name": f"{prefix}paused", "spec": PAUSED_ROW}],
+                                      "image": {"repository": IMAGE}, "commonLabels": {"team": "platform"}}))
     rendered = subprocess.run([str(built_tool("helm")), "template", "x", str(ROOT / "charts" / "nsscaler"), "-f",
                                str(values), "--show-only", "templates/kind-rows.yaml"], capture_output=True,
                               text=True, env=helm_env(), check=True, timeout=120).stdout
@@ -483,6 +484,7 @@ def test_the_charts_kind_rows_render_nsscalerkinds_and_their_access_that_the_api
     row, role = docs.pop("NSScalerKind"), docs.pop("ClusterRole")
     assert not docs and row["metadata"]["name"] == f"{prefix}paused"
     assert role["metadata"]["name"] == f"nsscaler-kind-{prefix}paused"
+    assert row["metadata"]["labels"]["team"] == role["metadata"]["labels"]["team"] == "platform"
     assert row["spec"] == PAUSED_ROW
     assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
     assert role["rules"] == [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"],
