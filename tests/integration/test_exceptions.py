@@ -262,7 +262,7 @@ def test_a_wake_wakes_a_namespace_an_exception_holds(api: AdminApi, control_plan
     assert api.replicas("Deployment", held, "web") == 0
     assert api.status(f"{prefix}p")["exception"]["name"] == "stocktaking"
 
-    api.create(builders.wake(held, "1h", requestedBy="admin"))
+    api.create(builders.wake(held, "1h", requestedBy=controlplane.ADMIN_USER))  # the admin is who asks
     woken = run_at(control_plane, dt.datetime.now(dt.UTC))
     assert woken.exit_code == 0, woken.problems
     assert api.replicas("Deployment", held, "web") == 3

@@ -315,6 +315,9 @@ def run_pod_command(plane: controlplane.ControlPlane, pod_spec: dict[str, Any], 
     if wheel is not None:
         env["PYTHONPATH"] = str(wheel)
         program = [sys.executable, "-m", "job"]
+    elif uid is not None:
+        env["PYTHONPATH"] = readable_runtime(tmp_path / "runtime")
+        program = [os.path.realpath(sys.executable), "-m", "job"]
     def as_user() -> None:
         if uid is not None:
             os.setgroups([])
@@ -328,6 +331,26 @@ def run_pod_command(plane: controlplane.ControlPlane, pod_spec: dict[str, Any], 
     finally:
         if uid is not None:
             shutil.rmtree(tmp_path)
+
+
+def readable_runtime(folder: Path) -> str:
+    """nsscaler and its libraries where any user may read them, as an image holds them: the checkout (and so
+    .venv) may sit in a folder only its owner can enter (a CI's `mktemp -d`). Hard links where the file system
+    allows (no copy of 300 MB), copies elsewhere; the interpreter is Debian's, readable by all. Returns the
+    PYTHONPATH."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    site = Path(yaml.__file__).resolve().parent.parent  # .venv's site-packages
+    shutil.copytree(site, folder / "site", copy_function=link, ignore=shutil.ignore_patterns("*.pth", "__pycache__"))
+    shutil.copytree(ROOT / "job", folder / "src" / "job", copy_function=link,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for path in (folder, *folder.rglob("*")):
+        if path.is_dir():
+            path.chmod(0o755)
+    return os.pathsep.join((str(folder / "src"), str(folder / "site")))
 
 
 def run_cronjob(plane: controlplane.ControlPlane, api: AdminApi, tmp_path: Path, name: str, *,

@@ -26,6 +26,7 @@ from job.model.marks import DOMAIN
 from tests.conftest import built_tool, kubectl, plane_of_its_own
 from tests.integration.test_helm import (
     CHART,
+    CRDS,
     NAMESPACE,
     RELEASE,
     clear_recreated_role,
@@ -156,7 +157,7 @@ def test_the_working_chart_installs_with_the_waker_and_uninstalls_giving_everyth
     clear_recreated_role(api)
     # the CRDs the upgraded release kept name it (`default`): what docs/operating/helm.md says to do before
     # installing a release of another name or namespace
-    for name in ("nsscalers.operators.wubw.fun", "wakes.operators.wubw.fun"):
+    for name in CRDS:
         if api.exists("CustomResourceDefinition", name):
             api.patch("CustomResourceDefinition", name, {"metadata": {"annotations": {
                 "meta.helm.sh/release-name": RELEASE, "meta.helm.sh/release-namespace": NAMESPACE}}})
