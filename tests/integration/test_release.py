@@ -43,9 +43,7 @@ KINDS_IN_FAMILY = ("Deployment", "StatefulSet", "CronJob", "DaemonSet", "Replica
 
 
 #: written by the API server itself on every change of a DaemonSet's template (its freeze and restore are two)
-#: what the cluster's controllers write on a workload when they first sync it, which under load may come after the
-#: snapshot a test takes: never the freeze's or the restore's
-SYSTEM_ANNOTATIONS = ("deprecated.daemonset.template.generation", "deployment.kubernetes.io/revision")
+SYSTEM_ANNOTATIONS = ("deprecated.daemonset.template.generation",)
 
 
 
