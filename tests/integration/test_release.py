@@ -99,6 +99,15 @@ def family(api: AdminApi, prefix: str) -> dict[tuple[str, str, str], dict[str, A
             and not (o["metadata"].get("ownerReferences"))}
 
 
+def settled_family(api: AdminApi, prefix: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The family once the Deployment controller has written its revision annotation on every Deployment: part of
+    what a restore gives back, which under load it may write after a test has taken its picture."""
+    wait_until(lambda: all("deployment.kubernetes.io/revision" in seen["annotations"]
+                           for (kind, _, _), seen in family(api, prefix).items() if kind == "Deployment"),
+               what="the Deployment controller's own revision annotation, part of what comes back")
+    return family(api, prefix)
+
+
 def marks_left(api: AdminApi, prefix: str) -> list[str]:
     """Every nsscaler annotation or label still on a workload of the family (the user's exclude aside)."""
     found = []
@@ -129,7 +138,7 @@ def freeze_three_policies(api: AdminApi, run_job: Any, prefix: str) -> tuple[dic
     for f in "abc":
         make_every_kind(api, f"{prefix}{f}-v1")
         api.create(builders.namespace(f"{prefix}{f}-v2"))
-    before = family(api, prefix)
+    before = settled_family(api, prefix)
     for name, f in zip(names, "abc", strict=True):
         api.create(builders.nsscaler(name, f"{prefix}{f}-", ["v2"], kinds=EVERY_KIND))
     assert run_job("--restore-wait-in-run", "0").exit_code == 0

@@ -36,7 +36,7 @@ from tests.integration.test_helm import (
     uninstall,
     values_file,
 )
-from tests.integration.test_release import EVERY_KIND, family, make_every_kind, marks_left
+from tests.integration.test_release import EVERY_KIND, family, make_every_kind, marks_left, settled_family
 
 pytestmark = pytest.mark.versions
 
@@ -105,10 +105,7 @@ def test_an_upgrade_from_a_kept_release_restores_what_that_release_froze(helm, p
     for f in "ab":
         make_every_kind(api, f"{prefix}{f}-v1")
         api.create(builders.namespace(f"{prefix}{f}-v2"))
-    wait_until(lambda: all("deployment.kubernetes.io/revision" in seen["annotations"] for (kind, _, _), seen in
-                           family(api, prefix).items() if kind == "Deployment"),
-               what="the Deployment controller's own revision annotation, part of what comes back")
-    before = family(api, prefix)
+    before = settled_family(api, prefix)
     for f in "ab":
         api.create(builders.nsscaler(f"{prefix}{f}", f"{prefix}{f}-", ["v2"], kinds=EVERY_KIND))
 
