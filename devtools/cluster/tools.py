@@ -1,4 +1,4 @@
-"""Build kube-state-metrics, promtool, helm, krew, crane and cosign from their Go modules, once, into a cache
+"""Build kube-state-metrics, promtool, helm, krew, crane, cosign and the CloudNativePG operator from their Go modules, once, into a cache
 (metrics, chart, plugin and release tests).
 
 Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler/promtool-v0.316.0/`), with its
@@ -66,6 +66,11 @@ TOOLS = {
                   version_var="github.com/google/go-containerregistry/cmd/crane/cmd.Version"),
     "cosign": Tool("cosign", "github.com/sigstore/cosign/v2", "github.com/sigstore/cosign/v2/cmd/cosign",
                    "v2.6.5", "v2.6.5", version_var="sigs.k8s.io/release-utils/version.gitVersion"),
+    # the CloudNativePG operator, run as a process against the test control plane: its hibernation is what
+    # nsscaler's CNPG row drives and waits for (its module's version list is refused; the exact version is served)
+    "cnpg": Tool("cnpg", "github.com/cloudnative-pg/cloudnative-pg",
+                 "github.com/cloudnative-pg/cloudnative-pg/cmd/manager", "v1.28.0", "1.28.0",
+                 version_var="github.com/cloudnative-pg/cloudnative-pg/pkg/versions.buildVersion"),
 }
 
 
