@@ -79,6 +79,9 @@ docs: install ## build the docs site (docs/_build/html) from scratch; any warnin
 metrics-tools: install ## build kube-state-metrics, promtool, helm and krew once for the metrics, chart and plugin tests (cached, ~14 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.tools kube-state-metrics promtool helm krew
 
+operator-tools: install ## build the CloudNativePG operator and Flux's kustomize-controller once from their Go modules, for the tests that run them (cached, ~15 min on 2 cores)
+	$(BIN)/python -m devtools.cluster.tools cnpg kustomize-controller
+
 publish-tools: install ## build crane and cosign once from their Go modules, for `make publish` and its tests (cached, ~8 min on 2 cores; helm: `make helm`)
 	$(BIN)/python -m devtools.cluster.tools crane cosign helm
 
@@ -122,7 +125,7 @@ gateway-crds: install ## fetch the Gateway API CRDs Traefik pins, once (a module
 gateway-tools: gateway-crds ## build Traefik v3.6.12 once, for the wake-on-request test on the node (~10 min on 2 cores)
 	$(BIN)/python -m devtools.cluster.traefik
 
-test: install control-plane metrics-tools gateway-crds ## the whole suite (unit, integration, e2e) against a real local control plane
+test: install control-plane metrics-tools operator-tools gateway-crds ## the whole suite (unit, integration, e2e) against a real local control plane
 	$(BIN)/pytest -m "not slow and not node" $(PYTEST_ARGS)
 
 test-versions: install helm gateway-crds ## the compatibility suite against Kubernetes 1.34 to 1.37, each built once (cached, ~6 min each; PYTEST_ARGS="--minor 1.35": one); records docs/operating/versions.json
@@ -220,7 +223,7 @@ undeploy: release ## the release (the CronJob suspended, everything given back, 
 run-now: install ## trigger a run now: kubectl create job --from=cronjob/nsscaler
 	$(BIN)/kubectl -n $(NAMESPACE) create job --from=cronjob/nsscaler $(JOB)
 
-.PHONY: help install lock docs rows control-plane metrics-tools metrics-manifests lint test test-slow test-versions \
+.PHONY: help install lock docs rows control-plane metrics-tools operator-tools metrics-manifests lint test test-slow test-versions \
 	test-unit mutation cluster-up cluster-down demo bench bench-wake gateway-crds gateway-tools run dry-run manifests image push deploy undeploy release run-now helm \
 	chart package krew plugin-archive keep-release versions-table node-deps node-binaries \
 	node-images test-node node-up node-down publish publish-tools

@@ -1,4 +1,5 @@
-"""Build kube-state-metrics, promtool, helm, krew, crane, cosign and the CloudNativePG operator from their Go modules, once, into a cache
+"""Build kube-state-metrics, promtool, helm, krew, crane, cosign, the CloudNativePG operator and Flux's
+kustomize-controller from their Go modules, once, into a cache
 (metrics, chart, plugin and release tests).
 
 Each tool goes into its own folder keyed by name and version (`~/.cache/nsscaler/promtool-v0.316.0/`), with its
@@ -71,6 +72,11 @@ TOOLS = {
     "cnpg": Tool("cnpg", "github.com/cloudnative-pg/cloudnative-pg",
                  "github.com/cloudnative-pg/cloudnative-pg/cmd/manager", "v1.28.0", "1.28.0",
                  version_var="github.com/cloudnative-pg/cloudnative-pg/pkg/versions.buildVersion"),
+    # Flux's kustomize-controller, run as a process against the test control plane: a real GitOps apply that the
+    # hold refuses (the tests serve its artifact as source-controller would)
+    "kustomize-controller": Tool("kustomize-controller", "github.com/fluxcd/kustomize-controller",
+                                 "github.com/fluxcd/kustomize-controller", "v1.7.3", "v1.7.3",
+                                 version_var="main.VERSION"),
 }
 
 
