@@ -45,6 +45,9 @@ class Tool:
     release: str
     #: the Go variable that holds the version, set with -X
     version_var: str = "github.com/prometheus/common/version.Version"
+    #: modules the release's go.mod replaces with a folder of its repository (`replace x/api => ./api`), which the
+    #: module's own download leaves out: (folder, module), each fetched at `version` into that folder
+    nested: tuple[tuple[str, str], ...] = ()
 
 
 #: kube-state-metrics v2.20.0 is built with client-go v0.36.3, the same as the test control plane.
@@ -76,7 +79,8 @@ TOOLS = {
     # hold refuses (the tests serve its artifact as source-controller would)
     "kustomize-controller": Tool("kustomize-controller", "github.com/fluxcd/kustomize-controller",
                                  "github.com/fluxcd/kustomize-controller", "v1.7.3", "v1.7.3",
-                                 version_var="main.VERSION"),
+                                 version_var="main.VERSION",
+                                 nested=(("api", "github.com/fluxcd/kustomize-controller/api"),)),
 }
 
 
@@ -131,10 +135,10 @@ def _ldflags(tool: Tool) -> str:
     return f"-s -w -X {tool.version_var}={tool.release}"
 
 
-def _module_dir(tool: Tool, out: Path, log: Path) -> Path | None:
+def _module_dir(tool: Tool, out: Path, log: Path, module: str | None = None) -> Path | None:
     """The module's source folder at exactly `tool.version` (read-only, in Go's module cache), downloaded if
-    needed; None when the module proxy does not serve that version."""
-    cmd = ["go", "mod", "download", "-json", f"{tool.module}@{tool.version}"]
+    needed; None when the module proxy does not serve that version. `module`: a nested module of the release."""
+    cmd = ["go", "mod", "download", "-json", f"{module or tool.module}@{tool.version}"]
     result = subprocess.run(cmd, cwd=out, env=_env(), capture_output=True, text=True, check=False)
     with log.open("a") as out_log:
         out_log.write(f"\n$ {' '.join(cmd)}\n{result.stdout}{result.stderr}")
@@ -183,6 +187,13 @@ def _build(tool: Tool, out: Path, log: Path) -> str:
     module_dir = _module_dir(tool, out, log)
     if module_dir is not None:
         _writable_copy(module_dir, src)
+        for folder, nested in tool.nested:
+            nested_dir = _module_dir(tool, out, log, nested)
+            if nested_dir is None:
+                raise SourceUnavailable(f"the Go module proxy does not serve {nested}@{tool.version}, which "
+                                        f"{tool.module} builds from its folder {folder}")
+            _remove(src / folder)
+            _writable_copy(nested_dir, src / folder)
         source = f"{tool.module}@{tool.version} (module download)"
     else:
         _progress(f"the module proxy does not serve {tool.module}@{tool.version}; building from {SOURCE_ENV}")
