@@ -5,10 +5,11 @@ the calendar and odd offsets, durations with many digits, empty, very long and n
 Everything is read from the schema (type, enum, format, pattern, the regex of a CEL `self.matches(...)` rule and
 of a `!self.matches(...)` one, the bound of a CEL rule that sums a duration's parts, CEL rules across fields that
 say which fields go together (read by `tests.cel_presence`: "exactly one of", "at most one of", "a needs b", "a
-not with b", an order between two fields' values), minLength/maxLength, minItems/maxItems, minimum/maximum), so a
-field added to a CRD is fuzzed without an edit here. Three values in four keep to what the schema and its CEL
-rules say (the API server admits them and nsscaler must serve or report them: the tests assert a floor of admitted
-examples); the others go past it (the API server must refuse them, with a message).
+not with b", an order between two fields' values), a CEL rule that bounds the days between two dates,
+minLength/maxLength, minItems/maxItems, minimum/maximum, and the examples a field's description gives after
+"e.g."), so a field added to a CRD is fuzzed without an edit here. Three values in four keep to what the schema
+and its CEL rules say (the API server admits them and nsscaler must serve or report them: the tests assert a
+floor of admitted examples); the others go past it (the API server must refuse them, with a message).
 
 The seed is fixed (`DEFAULT_SEED`), so a CI run tries the same examples every time; `FUZZ_SEED` replays another
 one, and `make fuzz-random` draws a new seed and prints it.
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 from tests import cel_presence
 
 #: the seed of every run that does not name one: the gate is the same examples each time
-DEFAULT_SEED = 15  # its tally has refused NSScalers and policies served with their exceptions
+DEFAULT_SEED = 3  # its tally has refused NSScalers, and policies served with their exceptions (a test checks)
 #: the seed of this session's examples: `FUZZ_SEED` replays a session (`make fuzz-random` draws one)
 SEED = int(os.environ.get("FUZZ_SEED") or DEFAULT_SEED)
 #: examples per fuzzing test: a fixed number, so a CI run costs the same every time
@@ -86,8 +87,15 @@ _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 #: a CEL rule that bounds an integer by another field: `self.a < (has(self.b) && self.b == 'v' ? 168 : 24)`
 _BELOW_BY = re.compile(r"self\.(\w+)\s*<\s*\(has\(self\.(\w+)\)\s*&&\s*self\.\2\s*==\s*'(\w+)'\s*\?\s*([0-9]+)\s*:\s*"
                        r"([0-9]+)\)")
+#: a CEL rule that bounds the days between two dates: `timestamp(self.end + ...) - timestamp(self.date + ...) <=
+#: duration('8760h')`
+_SPAN = re.compile(r"timestamp\(self\.(\w+) \+ '[^']*'\) - timestamp\(self\.(\w+) \+ '[^']*'\) "
+                   r"<= duration\('([0-9]+)h'\)")
 #: a CEL rule that wants a `YYYY-MM-DD` day that exists (it reads the day of the month against the month's length)
 _DAY_EXISTS = re.compile(r"int\(self\.substring\(8, 10\)\)\s*<=")
+#: the examples a field's description gives: `e.g. "Mon-Fri 19:00-07:00", "Sat,Sun 00:00-24:00" or "22:00-06:00"`
+_EXAMPLES = re.compile(r'e\.g\.((?:\s*(?:,|or)?\s*"[^"]+")+)')
+_QUOTED = re.compile(r'"([^"]+)"')
 #: longer than any limit nsscaler or the CRDs state, short enough to send many
 LONG = 3000
 
@@ -143,6 +151,12 @@ def _bounded_durations(limit: int) -> st.SearchStrategy[str]:
     return st.one_of(st.integers(1, 4).flatmap(parts), st.sampled_from(at_limit))
 
 
+def described_examples(schema: Mapping[str, Any]) -> list[str]:
+    """The values a field's description gives as examples (`e.g. "Europe/Berlin"`), in its words' order."""
+    found = _EXAMPLES.search(" ".join(str(schema.get("description", "")).split()))
+    return _QUOTED.findall(found.group(1)) if found else []
+
+
 def _strings(schema: Mapping[str, Any], *, lawful: bool) -> st.SearchStrategy[str]:
     low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
     rules = [str(rule.get("rule", "")) for rule in schema.get("x-kubernetes-validations") or ()]
@@ -164,10 +178,21 @@ def _strings(schema: Mapping[str, Any], *, lawful: bool) -> st.SearchStrategy[st
         limit = min(int(high), LONG) if high is not None else 64
         shaped += [st.text(min_size=low, max_size=min(limit, 64)), _NON_ASCII.filter(lambda s: low <= len(s) <= limit),
                    st.just(limit).map(lambda n: "a" * n)]
+        examples = described_examples(schema)
+        if lawful and examples:
+            # Free text with a grammar only its description states (a zone, a window): its examples three times
+            # in four, so that a lawful policy is often served rather than always reported for that one field.
+            # The other draws still try the text nsscaler must report.
+            anything = st.one_of(*shaped)
+            return st.integers(0, 3).flatmap(lambda i: anything if i == 3 else st.sampled_from(examples))
     if lawful:
         wants_a_day = any(_DAY_EXISTS.search(rule) for rule in rules)
-        return st.one_of(*shaped).filter(lambda s: not any(re.search(regex, s) for regex in unwanted)
-                                         and (not wants_a_day or _a_day(s)))
+        drawn = st.one_of(*shaped).filter(lambda s: not any(re.search(regex, s) for regex in unwanted)
+                                          and (not wants_a_day or _a_day(s)))
+        # A shape admits much a run must still report (a rule part with a value of the wrong kind): the examples
+        # its description gives, one time in two, let the lawful draws be served too.
+        examples = described_examples(schema)
+        return st.booleans().flatmap(lambda pick: st.sampled_from(examples) if pick else drawn) if examples else drawn
     # long values are built when drawn (`map`), so that the strategy's own description stays short
     edges = [st.just(""), _NON_ASCII, st.just(LONG).map(lambda n: "x" * n),
              st.from_regex(r"[0-9]{1,60}", fullmatch=True), st.from_regex(r"-[0-9]{1,30}", fullmatch=True)]
@@ -196,7 +221,10 @@ def _integers(schema: Mapping[str, Any], *, lawful: bool) -> st.SearchStrategy[i
 
 
 def _arrays(schema: Mapping[str, Any], *, depth: int, lawful: bool) -> st.SearchStrategy[list[Any]]:
-    items = strategy(schema.get("items") or {}, depth=depth + 1, lawful=lawful)
+    item_schema = dict(schema.get("items") or {})
+    if "description" not in item_schema and described_examples(schema):  # a list's examples are of its items
+        item_schema["description"] = schema["description"]
+    items = strategy(item_schema, depth=depth + 1, lawful=lawful)
     low, high = int(schema.get("minItems", 0)), schema.get("maxItems")
     unique = lawful and schema.get("x-kubernetes-list-type") == "set"
     top = min(int(high), 5) if high is not None else 5
@@ -222,10 +250,12 @@ def _objects(schema: Mapping[str, Any], *, depth: int, lawful: bool) -> st.Searc
         rules = [str(rule.get("rule", "")) for rule in schema.get("x-kubernetes-validations") or ()]
         below = [m.groups() for rule in rules for m in [_BELOW_BY.search(rule)] if m]
         whole = whole.map(lambda obj: _within_bounds_by(obj, below)) if below else whole
+        spans = spans_of(schema)
         together = [read for read in map(cel_presence.rule, rules) if read is not None]
         allowed = [chosen for chosen in cel_presence.allowed_presences(together)
                    if chosen <= properties.keys() and required & _named(together) <= chosen]
-        return whole.flatmap(lambda obj: _present_as_allowed(obj, allowed, together, fields)) if allowed else whole
+        ordered = whole.flatmap(lambda obj: _present_as_allowed(obj, allowed, together, fields)) if allowed else whole
+        return ordered.map(lambda obj: _within_spans(obj, spans)) if spans else ordered
     # now and then a field the schema does not know: pruned or refused, never read
     return st.tuples(whole, st.integers(0, 3)).map(lambda pair: {**pair[0], "unknown_field": "x"} if pair[1] == 0
                                                    else pair[0])
@@ -238,6 +268,26 @@ def _within_bounds_by(obj: dict[str, Any], rules: list[tuple[str, ...]]) -> dict
         limit = int(when) if kept.get(other) == value else int(otherwise)
         if isinstance(kept.get(field), int) and kept[field] >= limit:
             kept[field] = limit - 1
+    return kept
+
+
+def spans_of(schema: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """The `_SPAN` rules of an object's schema: (later field, earlier field, hours)."""
+    rules = [" ".join(str(rule.get("rule", "")).split()) for rule in schema.get("x-kubernetes-validations") or ()]
+    return [m.groups() for rule in rules for m in [_SPAN.search(rule)] if m]
+
+
+def _within_spans(obj: dict[str, Any], spans: list[tuple[str, ...]]) -> dict[str, Any]:
+    """`obj` with each later day a `_SPAN` rule bounds brought within its bound of the earlier one."""
+    kept = dict(obj)
+    for later, earlier, hours in spans:
+        try:
+            first, last = dt.date.fromisoformat(kept[earlier]), dt.date.fromisoformat(kept[later])
+        except (KeyError, TypeError, ValueError):
+            continue
+        longest = dt.timedelta(hours=int(hours))
+        if last - first > longest:
+            kept[later] = (first + longest).isoformat()
     return kept
 
 

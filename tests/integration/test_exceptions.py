@@ -212,11 +212,15 @@ def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
             ({"action": "hold", "date": "2027-02-30"}, "must be a day that exists"),
             ({"action": "hold", "date": "2027-01-01", "end": "8059-04-31"}, "must be a day that exists"),
             ({"action": "hold", "date": "2100-02-29"}, "must be a day that exists"),
+            ({"action": "hold", "date": "2027-01-01", "end": "2028-01-02"}, "spans at most 366 days"),
             ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY", "exdates": ["2027-06-31"]},
              "must be a day that exists"),
             ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;"}, "no ';' at the end"),
             ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;;COUNT=2"}, "no ';' at the end"),
             ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;COUNT"}, "NAME=VALUE"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=DAILY;COLOUR=RED"},
+             "only RFC 5545's other day parts"),
+            ({"action": "hold", "date": "2027-01-01", "rrule": "FREQ=WEEKLY;byday=MO"}, "in upper case"),
             ({"action": "hold", "calendar": {"name": "", "key": "de.ics"}},
              "calendar.name in body should be at least 1"),
             ({"action": "hold", "calendar": {"name": "Holidays", "key": "de.ics"}},
@@ -241,6 +245,7 @@ def test_the_schema_refuses_what_it_can_at_admission(api: AdminApi, prefix):
     assert not api.exists("NSScaler", f"{prefix}p")
     # the same rules let lawful days through: leap days, the last day of each month's length, RRULE: and dotted names
     admitted = post({"action": "hold", "date": "2028-02-29", "end": "2028-04-30"},
+                    {"action": "hold", "date": "2027-03-01", "end": "2028-02-29"},  # 366 days, the longest range
                     {"action": "release", "date": "2000-02-29", "rrule": "RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=-1",
                      "exdates": ["2100-02-28", "8999-12-31"]},
                     {"action": "hold", "calendar": {"name": "team.holidays-2027", "key": "DE_by.ics"}})
