@@ -315,6 +315,8 @@ def test_a_finished_object_stops_counting_only_for_the_row_that_finishes(obj, cr
 def test_the_built_in_names_are_the_rows_and_every_named_constant_is_one():
     from_rows = tuple(r["kind"] for r in BUILTIN_DATA)
     assert BUILTIN_NAMES == from_rows == tuple(BUILTIN) == tuple(r.kind for r in BUILTIN_ROWS)
+    assert set(BUILT_IN_FACTS) == set(BUILTIN_NAMES), (
+        "tests/unit/test_kinds.py: give each built-in row its line in BUILT_IN_FACTS (and no other)")
     constants = {v for v in vars(Kind).values() if isinstance(v, Kind)}
     assert constants <= set(BUILTIN_NAMES), f"job/model/kinds/kind.py: {sorted(constants - set(BUILTIN_NAMES))}"
 

@@ -9,6 +9,7 @@ patterns, the ClusterRole, the docs' kind tables, the settings' description: tes
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 from job.model.kinds.builtin import BUILTIN_DATA
 from job.model.kinds.handler import KindHandler, PausedBy
@@ -22,16 +23,25 @@ from job.model.kinds.suspend import TEMPLATES, SuspendHandler, running_of
 BUILTIN_ROWS: tuple[BuiltinRow, ...] = parse_builtin_rows(BUILTIN_DATA)
 
 
+class _Facts(TypedDict):
+    owner_selects: frozenset[Kind]
+    freezes_controlled: bool
+    followed: bool
+    data_tier: bool
+
+
 def _handler(row: BuiltinRow) -> KindHandler:
     """The handler of one built-in row: where it lives and its facts, then how it is frozen."""
-    where = (Kind(row.kind), row.group, row.version, row.plural)
-    facts = {"owner_selects": frozenset(Kind(k) for k in row.owner_selects),
-             "freezes_controlled": row.freezes_controlled, "followed": row.followed, "data_tier": row.tier == "data"}
+    kind = Kind(row.kind)
+    facts = _Facts(owner_selects=frozenset(Kind(k) for k in row.owner_selects),
+                   freezes_controlled=row.freezes_controlled, followed=row.followed, data_tier=row.tier == "data")
     if row.freeze.method == "scale":
-        return ReplicasHandler(*where, guard=None if row.guard is None else GUARDS[row.guard], **facts)
+        return ReplicasHandler(kind, row.group, row.version, row.plural,
+                               guard=None if row.guard is None else GUARDS[row.guard], **facts)
     if row.freeze.method == "suspend":
-        return SuspendHandler(*where, running_of(row.finishes), TEMPLATES[row.pods], **facts)
-    return NodeSelectorHandler(*where, **facts)
+        return SuspendHandler(kind, row.group, row.version, row.plural, running_of(row.finishes),
+                              TEMPLATES[row.pods], **facts)
+    return NodeSelectorHandler(kind, row.group, row.version, row.plural, **facts)
 
 
 BUILTIN: Mapping[Kind, KindHandler] = {Kind(row.kind): _handler(row) for row in BUILTIN_ROWS}

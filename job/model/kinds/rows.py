@@ -34,8 +34,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from job.errors import shown
-from job.model.kinds.builtin import BUILTIN_DATA
-from job.model.kinds.kind import BUILTIN_NAMES, Kind
+from job.model.kinds.builtin import BUILTIN_DATA, BUILTIN_NAMES
+from job.model.kinds.kind import Kind
 
 _PATH = re.compile(r"(spec|status|metadata)(\.[A-Za-z0-9_-]+)+")
 _ANNOTATION_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
