@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from job.model.kinds import Kind
+from job.model.kinds import BUILTIN_NAMES, Kind
 
 LogFormat = Literal["text", "json"]
 Output = Literal["text", "json"]
@@ -67,8 +67,8 @@ class Settings(BaseSettings):
                                                      "status and no Events are written")
     default_kinds: Annotated[list[Kind], NoDecode] = Field(
         default=[Kind.DEPLOYMENT, Kind.STATEFULSET],
-        description="kinds frozen by a policy that leaves spec.kinds out (Deployment, StatefulSet, CronJob, Job, "
-                    "ReplicaSet, ReplicationController, or <Kind>.<group> of a kind with a /scale subresource)")
+        description=f"kinds frozen by a policy that leaves spec.kinds out ({', '.join(BUILTIN_NAMES)}, or "
+                    f"<Kind>.<group> of a kind with a /scale subresource or a kind row)")
     kind_rows: Path | None = Field(
         default=None,
         description="a YAML file of kind rows (docs/operating/custom-kinds.md), or a directory of them (a mounted "

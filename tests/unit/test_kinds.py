@@ -18,9 +18,23 @@ from job.decide.plan import make_plan
 from job.model import policy as policy_api
 from job.model.autoscalers import scaled_object
 from job.model.custom import resolve
-from job.model.kinds import BUILTIN, BUILTIN_NAMES, KIND_PATTERN, Kind
+from job.model.kinds import (
+    BUILTIN,
+    BUILTIN_GROUPS,
+    BUILTIN_NAMES,
+    CLAIMS_KEPT,
+    FOLLOWED,
+    FREEZES_CONTROLLED,
+    KIND_PATTERN,
+    Kind,
+)
+from job.model.kinds.builtin import BUILTIN_DATA
+from job.model.kinds.registry import BUILTIN_ROWS
+from job.model.kinds.rows import parse_builtin_rows, parse_rows
 from job.model.marks import ANNOTATION_KEDA_PAUSED, ANNOTATION_ORIGINAL_PAUSED, ANNOTATION_SCALED_BY, LABEL_SCALED
+from job.model.settings import Settings
 from job.model.workloads import from_api
+from job.plugin.workloads import BUILTIN_SERVED
 from tests.unit.factories import DEFAULT_KINDS, namespaces, policy, settings, workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,3 +269,114 @@ def test_required_access_adds_list_get_patch_for_each_custom_kind_only():
     assert with_pool - base == {"list pools.x.io", "get pools.x.io", "patch pools.x.io"}
     assert {"patch jobs.batch", "patch replicasets.apps", "patch replicationcontrollers", "patch scaledobjects.keda.sh",
             "list horizontalpodautoscalers.autoscaling", "list customresourcedefinitions.apiextensions.k8s.io"} <= base
+
+
+# --- The built-in kinds are rows: every fact from job/model/kinds/builtin.py, and whatever names them follows ----
+
+#: what each built-in kind's row must make of it (the handlers were written by hand before they were rows): its
+#: handler, record, facts, and which objects count as running and what one unit runs
+BUILT_IN_FACTS = {
+    "Deployment": ("ReplicasHandler", "original-replicas", None, frozenset(), False, True),
+    "StatefulSet": ("ReplicasHandler", "original-replicas", CLAIMS_KEPT, frozenset(), False, True),
+    "ReplicaSet": ("ReplicasHandler", "original-replicas", None, frozenset(), False, True),
+    "ReplicationController": ("ReplicasHandler", "original-replicas", None, frozenset(), False, False),
+    "CronJob": ("SuspendHandler", "original-suspend", None, frozenset(), False, True),
+    "Job": ("SuspendHandler", "original-suspend", None, frozenset({Kind.CRONJOB}), True, True),
+    "DaemonSet": ("NodeSelectorHandler", "original-node-selector", None, frozenset(), False, True),
+}
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN_FACTS))
+def test_each_built_in_kind_is_made_from_its_row_with_the_facts_it_always_had(name):
+    handler, record, guard, owner_selects, freezes_controlled, followed = BUILT_IN_FACTS[name]
+    (row,) = [r for r in BUILTIN_DATA if r["kind"] == name]
+    built = BUILTIN[Kind(name)]
+    assert (type(built).__name__, built.record_key, built.guard, built.owner_selects, built.freezes_controlled,
+            built.followed, built.data_tier) == (handler, f"nsscaler.wubw.fun/{record}", guard, owner_selects,
+                                                 freezes_controlled, followed, False)
+    assert (built.api_version, built.plural) == (f"{row['group']}/v1" if row["group"] else "v1", row["plural"])
+    assert (str(name) in FOLLOWED) is followed and built.group in BUILTIN_GROUPS
+    assert (str(name) in FREEZES_CONTROLLED) is freezes_controlled
+
+
+@pytest.mark.parametrize(("obj", "cronjob", "job"), [
+    pytest.param({"spec": {}}, 1, 1, id="running"),
+    pytest.param({"spec": {"suspend": True}}, 0, 0, id="suspended"),
+    pytest.param({"spec": {}, "status": {"completionTime": "2026-01-01T00:00:00Z"}}, 1, 0, id="finished"),
+])
+def test_a_finished_object_stops_counting_only_for_the_row_that_finishes(obj, cronjob, job):
+    template = {"containers": [{"name": "c"}]}
+    assert (BUILTIN[Kind.CRONJOB].size_of(obj), BUILTIN[Kind.JOB].size_of(obj)) == (cronjob, job)
+    spec = {"parallelism": 3, "template": {"spec": template}, "jobTemplate": {"spec": {"template": {"spec": template}}}}
+    assert BUILTIN[Kind.CRONJOB].pod_template({"spec": spec}) == (template, 0)  # pods: jobTemplate
+    assert BUILTIN[Kind.JOB].pod_template({"spec": spec}) == (template, 3)  # pods: parallelism
+
+
+def test_the_built_in_names_are_the_rows_and_every_named_constant_is_one():
+    from_rows = tuple(r["kind"] for r in BUILTIN_DATA)
+    assert BUILTIN_NAMES == from_rows == tuple(BUILTIN) == tuple(r.kind for r in BUILTIN_ROWS)
+    assert set(BUILT_IN_FACTS) == set(BUILTIN_NAMES), (
+        "tests/unit/test_kinds.py: give each built-in row its line in BUILT_IN_FACTS (and no other)")
+    constants = {v for v in vars(Kind).values() if isinstance(v, Kind)}
+    assert constants <= set(BUILTIN_NAMES), f"job/model/kinds/kind.py: {sorted(constants - set(BUILTIN_NAMES))}"
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    pytest.param({"guard": "claimsKept", "freeze": {"method": "suspend"}, "pods": "parallelism"}, "guard",
+                 id="guard-on-suspend"),
+    pytest.param({"pods": "parallelism"}, "does not fit freeze by scale", id="parallelism-on-scale"),
+    pytest.param({"freeze": {"method": "suspend"}}, "does not fit freeze by suspend", id="suspend-without-pods"),
+    pytest.param({"finishes": True}, "finishes is for freeze by suspend", id="finishes-on-scale"),
+    pytest.param({"ownerSelects": ["Rollout"]}, "ownerSelects ['Rollout']", id="owner-not-built-in"),
+    pytest.param({"kind": "Deployment"}, "Deployment has a row already", id="kind-twice"),
+    pytest.param({"kind": "Pool.apps"}, "kind", id="kind-with-group"),
+    pytest.param({"freeze": {"method": "annotation"}}, "freeze.method", id="catalogue-only-method"),
+    pytest.param({"guard": "claimsLost"}, "guard", id="unknown-guard"),
+    pytest.param({"followed": True, "extra": 1}, "extra", id="unknown-field"),
+])
+def test_a_bad_built_in_row_fails_at_import_naming_the_file_and_the_row(change, reason):
+    pool = {"kind": "Pool", "group": "apps", "version": "v1", "plural": "pools", "freeze": {"method": "scale"}}
+    assert [r.kind for r in parse_builtin_rows([*BUILTIN_DATA, pool])][-1] == "Pool"
+    with pytest.raises(ValueError, match=r"^job/model/kinds/builtin\.py: ") as raised:
+        parse_builtin_rows([*BUILTIN_DATA, {**pool, **change}])
+    assert reason in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "Job", "DaemonSet.apps", "Job.batch", "StatefulSet.apps"])
+def test_a_teams_row_cannot_claim_a_built_in_kind(kind):
+    rows, (problem,) = parse_rows([{"kind": kind, "versions": ["v1"], "freeze": {"method": "scale"}}], origin="t")
+    assert rows == [] and "is built in" in problem and kind in problem
+
+
+def test_a_built_in_name_in_another_group_is_a_teams_to_claim():
+    rows, problems = parse_rows([{"kind": "Job.example.com", "versions": ["v1"], "freeze": {"method": "scale"}}],
+                                origin="t")
+    assert [r.kind for r in rows] == ["Job.example.com"] and problems == []
+
+
+def test_whatever_else_names_the_built_in_kinds_names_each_of_them():
+    """Copies of the kind list that are prose, each checked against the rows (one once lost DaemonSet)."""
+    default_kinds = Settings.model_fields["default_kinds"].description or ""
+    spec_kinds = next(line for line in (ROOT / "docs/reference/nsscaler.md").read_text().splitlines()
+                      if line.startswith("| `spec.kinds` |"))
+    served = {s.name for s in BUILTIN_SERVED}
+    lagging = {"job/model/settings.py (default_kinds)": [n for n in BUILTIN_NAMES if n not in default_kinds],
+               "docs/reference/nsscaler.md (spec.kinds)": [n for n in BUILTIN_NAMES if f"`{n}`" not in spec_kinds],
+               "job/plugin/workloads.py (BUILTIN_SERVED)": sorted(set(BUILTIN_NAMES) ^ served)}
+    assert not {f: names for f, names in lagging.items() if names}, f"name these kinds in: {lagging}"
+
+
+#: how the docs' kind table says each way of freezing
+FREEZE_SAYS = {"scale": "`spec.replicas: 0`", "suspend": "`spec.suspend: true`", "nodeSelector": "`nodeSelector`"}
+
+
+def test_the_docs_kind_table_says_how_each_built_in_kind_is_frozen():
+    page = (ROOT / "docs/operating/behaviour.md").read_text()
+    table = page.split("## What gets frozen", 1)[1].split("\n\n", 2)[1]
+    said = {name: row.split("|")[2] for row in table.splitlines()[2:]
+            for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
+    wrong = [f"{r.kind}: {FREEZE_SAYS[r.freeze.method]}" for r in BUILTIN_ROWS
+             if FREEZE_SAYS[r.freeze.method] not in said.get(r.kind, "")]
+    assert not wrong, f"docs/operating/behaviour.md, \"What gets frozen\": say {wrong}"
+    stray = sorted(n for n in said if re.fullmatch(r"[A-Z][A-Za-z]*", n) and n not in BUILTIN_NAMES)
+    assert not stray, f"docs/operating/behaviour.md, \"What gets frozen\": {stray} are not built-in kinds"

@@ -19,7 +19,7 @@ from job.model.custom import resolve
 from job.model.kinds import Kind, ReplicasHandler
 from job.model.kinds.catalogue import CATALOGUE, CATALOGUE_DATA
 from job.model.kinds.field import FieldHandler
-from job.model.kinds.rows import merged, parse_rows, read_rows
+from job.model.kinds.rows import merged, parse_rows, read_rows, rows_of_objects
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
 from job.model.workloads import freeze_patch, from_api, restore_patch
 from tests.unit.factories import _merge, namespaces, policy, settings, workload
@@ -303,3 +303,15 @@ def test_a_row_the_crds_schema_refuses_is_named_with_the_reason_before_any_write
     rows = merged(parse_rows([row], origin="t")[0], CATALOGUE)
     found = resolve([Kind("Cluster.postgresql.cnpg.io")], [real_crd("Cluster.postgresql.cnpg.io")], rows)
     assert says in found.unknown[Kind("Cluster.postgresql.cnpg.io")], found.unknown
+
+
+def test_a_kind_named_twice_keeps_its_first_row_in_a_list_in_files_and_in_nsscalerkinds():
+    """One rule wherever rows come from: the first row of a kind is served, each later one is named once."""
+    second = {**PAUSED, "freeze": {"method": "field", "path": "spec.paused", "value": False}}
+    rows, problems = parse_rows([PAUSED, second], origin="rows.yaml")
+    assert [r.freeze.value for r in rows] == [True]
+    assert problems == [f"rows.yaml: row 2 ({PAUSED['kind']}) ignored: {PAUSED['kind']} has a row already"]
+    objects = [{"metadata": {"name": name}, "spec": spec} for name, spec in (("b", second), ("a", PAUSED))]
+    rows, problems = rows_of_objects(objects)
+    assert [r.freeze.value for r in rows] == [True]  # "a" comes first by name
+    assert problems == [f"NSScalerKind b: ignored: {PAUSED['kind']} has a row already"]

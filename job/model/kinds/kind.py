@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-#: The built-in kinds by name, in the order the CRD's kind patterns list them (kustomize/base/crd.yaml; a test
-#: compares the two and the registry, `BUILTIN`).
-BUILTIN_NAMES = ("Deployment", "StatefulSet", "CronJob", "Job", "ReplicaSet", "ReplicationController", "DaemonSet")
-#: What `spec.kinds` accepts: a built-in kind (`Job`) or `<Kind>.<group>` (`Rollout.argoproj.io`).
+from job.model.kinds.builtin import BUILTIN_NAMES
+
+#: What `spec.kinds` accepts: a built-in kind (`Job`: `BUILTIN_NAMES`, from the rows of `job.model.kinds.builtin`)
+#: or `<Kind>.<group>` (`Rollout.argoproj.io`). The CRD's kind patterns (kustomize/base/crd.yaml) are checked
+#: against it by a test.
 KIND_PATTERN = (rf"^({'|'.join(BUILTIN_NAMES)}|[A-Za-z][A-Za-z0-9]{{0,62}}(\.[a-z0-9]([-a-z0-9]{{0,61}}[a-z0-9])?)+)$")
 _KIND = re.compile(KIND_PATTERN)
 

@@ -1,36 +1,50 @@
-"""The registry of built-in kinds (`BUILTIN`): where each lives, how it is frozen (its handler's module),
-whose selection freezes it, and whether the Pod census LISTs it to follow owner chains; and the facts derived
-from it. A built-in kind that freezes like another is one entry here; one frozen a new way is one module in
-this package plus its entry. What else names the built-in kinds is checked against this table by tests that
-name the file to change (the CRD's kind patterns, the ClusterRole, the docs' kind table:
-tests/unit/test_kinds.py)."""
+"""The registry of built-in kinds (`BUILTIN`), made from their rows (`job.model.kinds.builtin.BUILTIN_DATA`): each
+row becomes the handler of its way of freezing (`ReplicasHandler`, `SuspendHandler`, `NodeSelectorHandler`) with
+its facts, and what derives from them (`BUILTIN_NAMES`, `FOLLOWED`, `BUILTIN_GROUPS`, `FREEZES_CONTROLLED`) is
+read from the same rows. A built-in kind that freezes like another is one row; one frozen a new way is one
+module in this package, its method in `job.model.kinds.rows.BuiltinFreeze` and its case in `_handler`. What
+else names the built-in kinds is checked against the rows by tests that name the file to change (the CRD's kind
+patterns, the ClusterRole, the docs' kind tables, the settings' description: tests/unit/test_kinds.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
+from job.model.kinds.builtin import BUILTIN_DATA
 from job.model.kinds.handler import KindHandler, PausedBy
 from job.model.kinds.kind import Kind
 from job.model.kinds.node_selector import NodeSelectorHandler
-from job.model.kinds.replicas import CLAIMS_KEPT, ReplicasHandler
-from job.model.kinds.suspend import SuspendHandler, cronjob_running, cronjob_template, job_running, job_template
+from job.model.kinds.replicas import GUARDS, ReplicasHandler
+from job.model.kinds.rows import BuiltinRow, parse_builtin_rows
+from job.model.kinds.suspend import TEMPLATES, SuspendHandler, running_of
 
-#: ReplicationControllers are not followed: a run that freezes them reads them whole already, and seeds the
-#: census with them.
-BUILTIN: Mapping[Kind, KindHandler] = {
-    Kind.DEPLOYMENT: ReplicasHandler(Kind.DEPLOYMENT, "apps", "v1", "deployments", followed=True),
-    Kind.STATEFULSET: ReplicasHandler(Kind.STATEFULSET, "apps", "v1", "statefulsets", followed=True,
-                                      guard=CLAIMS_KEPT),
-    Kind.REPLICASET: ReplicasHandler(Kind.REPLICASET, "apps", "v1", "replicasets", followed=True),
-    Kind.REPLICATIONCONTROLLER: ReplicasHandler(Kind.REPLICATIONCONTROLLER, "", "v1", "replicationcontrollers"),
-    Kind.CRONJOB: SuspendHandler(Kind.CRONJOB, "batch", "v1", "cronjobs", cronjob_running, cronjob_template,
-                                 followed=True),
-    # A suspended CronJob does not stop the Job it already started: selecting CronJob selects its Jobs too.
-    Kind.JOB: SuspendHandler(Kind.JOB, "batch", "v1", "jobs", job_running, job_template,
-                             owner_selects=frozenset({Kind.CRONJOB}), freezes_controlled=True, followed=True),
-    # No replica count: frozen by a node selector that no node matches (see NodeSelectorHandler).
-    Kind.DAEMONSET: NodeSelectorHandler(Kind.DAEMONSET, "apps", "v1", "daemonsets", followed=True),
-}
+#: the built-in rows, validated once at import
+BUILTIN_ROWS: tuple[BuiltinRow, ...] = parse_builtin_rows(BUILTIN_DATA)
+
+
+class _Facts(TypedDict):
+    owner_selects: frozenset[Kind]
+    freezes_controlled: bool
+    followed: bool
+    data_tier: bool
+
+
+def _handler(row: BuiltinRow) -> KindHandler:
+    """The handler of one built-in row: where it lives and its facts, then how it is frozen."""
+    kind = Kind(row.kind)
+    facts = _Facts(owner_selects=frozenset(Kind(k) for k in row.owner_selects),
+                   freezes_controlled=row.freezes_controlled, followed=row.followed, data_tier=row.tier == "data")
+    if row.freeze.method == "scale":
+        return ReplicasHandler(kind, row.group, row.version, row.plural,
+                               guard=None if row.guard is None else GUARDS[row.guard], **facts)
+    if row.freeze.method == "suspend":
+        return SuspendHandler(kind, row.group, row.version, row.plural, running_of(row.finishes),
+                              TEMPLATES[row.pods], **facts)
+    return NodeSelectorHandler(kind, row.group, row.version, row.plural, **facts)
+
+
+BUILTIN: Mapping[Kind, KindHandler] = {Kind(row.kind): _handler(row) for row in BUILTIN_ROWS}
 #: What the census LISTs to follow a Pod's owner chain: kind -> where it lives.
 FOLLOWED: Mapping[str, KindHandler] = {str(k): h for k, h in BUILTIN.items() if h.followed}
 #: The API groups of the built-in kinds: an owner reference outside them names a custom kind

@@ -24,6 +24,8 @@ CLAIMS_KEPT = Guard(
     refused="nsscaler sets persistentVolumeClaimRetentionPolicy.whenScaled: Retain in the same write as replicas 0, "
             "so that the freeze deletes no PersistentVolumeClaim, and never scales the StatefulSet to 0 without "
             "it: allow that change (admission policy, RBAC), or set whenScaled: Retain on it yourself")
+#: a built-in row's `guard` -> the guard (`job.model.kinds.builtin`)
+GUARDS: Mapping[str, Guard] = {"claimsKept": CLAIMS_KEPT}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,13 @@ Four ways to freeze, the vocabulary of the catalogue:
   StatefulSets it controls scaled to 0 as any StatefulSet is (each with its own record); given back in reverse:
   the StatefulSets first, then the marker (`job.decide.decision` orders the writes).
 For `field`, `annotation` and `pause` the record is the value before, as JSON (`null`: absent), so the restore
-gives back exactly that value or removes it. Values only: nothing here calls the API.
+gives back exactly that value or removes it.
+
+The built-in kinds are rows too (`job.model.kinds.builtin`), validated by `BuiltinRow`: the same vocabulary
+(`freeze.method: scale`, `plural`, `tier`, `note`) extended by what only a built-in kind has (two more ways to
+freeze, `suspend` and `nodeSelector`, a guard, whose selection freezes it, whether the census follows it). A row
+here can never claim a built-in kind: `Row` refuses a bare kind, and a built-in kind written with its group.
+Values only: nothing here calls the API.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from job.errors import shown
-from job.model.kinds.kind import BUILTIN_NAMES, Kind
+from job.model.kinds.builtin import BUILTIN_DATA, BUILTIN_NAMES
+from job.model.kinds.kind import Kind
 
 _PATH = re.compile(r"(spec|status|metadata)(\.[A-Za-z0-9_-]+)+")
 _ANNOTATION_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
@@ -142,6 +149,8 @@ class Row(_Strict):
     def _custom(self) -> Row:
         if not self.kind.group:
             raise ValueError(f"{self.kind} is built in ({', '.join(BUILTIN_NAMES)}): a row names <Kind>.<group>")
+        if any(self.kind.short == b["kind"] and self.kind.group == b["group"] for b in BUILTIN_DATA):
+            raise ValueError(f"{self.kind} is built in: its row is nsscaler's own (job/model/kinds/builtin.py)")
         bad = [v for v in self.versions if not _VERSION.fullmatch(v)]
         if bad:
             raise ValueError(f"versions {bad} are not API versions (v1, v1beta2)")
@@ -150,6 +159,70 @@ class Row(_Strict):
     @property
     def verbs(self) -> tuple[str, ...]:
         return VERBS
+
+
+class BuiltinFreeze(_Strict):
+    """How a built-in kind is frozen: `scale` as a catalogue row's (its `spec.replicas`), or one of the two ways
+    only built-in kinds have (`job.model.kinds.builtin`)."""
+
+    method: Literal["scale", "suspend", "nodeSelector"]
+
+
+class BuiltinRow(_Strict):
+    """One built-in kind, as data (`job.model.kinds.builtin.BUILTIN_DATA`): `Row`'s vocabulary where it fits,
+    extended by the facts only a built-in kind has. Becomes its handler in `job.model.kinds.registry`."""
+
+    kind: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$", description="bare, as spec.kinds names it")
+    group: str = Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$", description="its API group ('': core)")
+    version: str = Field(pattern=_VERSION.pattern)
+    plural: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    freeze: BuiltinFreeze
+    guard: Literal["claimsKept"] | None = Field(default=None, description="scale: a field set in the same write "
+                                                                          "so that the freeze deletes nothing")
+    pods: Literal["template", "jobTemplate", "parallelism"] = Field(
+        default="template", description="where one unit's Pods are (suspend: jobTemplate or parallelism)")
+    finishes: bool = Field(default=False, description="suspend: a finished object is not running")
+    owner_selects: tuple[str, ...] = Field(default=(), alias="ownerSelects")
+    freezes_controlled: bool = Field(default=False, alias="freezesControlled")
+    followed: bool = False
+    tier: Literal["data", "app"] = "app"
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _fits(self) -> BuiltinRow:
+        suspended = self.freeze.method == "suspend"
+        if self.guard is not None and self.freeze.method != "scale":
+            raise ValueError(f"{self.kind}: a guard is for freeze by scale only")
+        if suspended != (self.pods != "template"):
+            raise ValueError(f"{self.kind}: pods {self.pods!r} does not fit freeze by {self.freeze.method} (suspend: "
+                             f"jobTemplate or parallelism; else template)")
+        if self.finishes and not suspended:
+            raise ValueError(f"{self.kind}: finishes is for freeze by suspend only")
+        return self
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+def parse_builtin_rows(items: Iterable[Mapping[str, Any]]) -> tuple[BuiltinRow, ...]:
+    """The built-in rows, validated. Raises ValueError naming the bad row: they ship with nsscaler, and a unit
+    test keeps a bad one from shipping."""
+    rows: list[BuiltinRow] = []
+    for index, item in enumerate(items):
+        try:
+            row = BuiltinRow.model_validate(item)
+        except ValidationError as exc:
+            raise ValueError(f"job/model/kinds/builtin.py: {_name_of(item, index)}: {_reason(exc)}") from None
+        if any(r.kind == row.kind for r in rows):
+            raise ValueError(f"job/model/kinds/builtin.py: {_name_of(item, index)}: {row.kind} has a row already")
+        rows.append(row)
+    names = {r.kind for r in rows}
+    for row in rows:
+        unknown = sorted(set(row.owner_selects) - names)
+        if unknown:
+            raise ValueError(f"job/model/kinds/builtin.py: {row.kind}: ownerSelects {unknown} are not built-in kinds")
+    return tuple(rows)
 
 
 def _name_of(item: Any, index: int) -> str:
@@ -165,6 +238,15 @@ def _reason(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def keep_first(rows: list[Row], row: Row, who: str, problems: list[str]) -> None:
+    """Add `row` to `rows` unless its kind has a row there already: a kind named twice keeps its first row, and
+    the one left out is named (`who`) in `problems`."""
+    if any(r.kind == row.kind for r in rows):
+        problems.append(f"{who} ignored: {row.kind} has a row already")
+    else:
+        rows.append(row)
+
+
 def parse_rows(items: Any, *, origin: str) -> tuple[list[Row], list[str]]:
     """The valid rows of `items` (a list of mappings), and one line per bad row naming it and why. A kind named
     twice keeps its first row."""
@@ -178,10 +260,7 @@ def parse_rows(items: Any, *, origin: str) -> tuple[list[Row], list[str]]:
         except ValidationError as exc:
             problems.append(f"{origin}: {_name_of(item, index)} ignored: {_reason(exc)}")
             continue
-        if any(r.kind == row.kind for r in rows):
-            problems.append(f"{origin}: {_name_of(item, index)} ignored: {row.kind} has a row already")
-            continue
-        rows.append(row)
+        keep_first(rows, row, f"{origin}: {_name_of(item, index)}", problems)
     return rows, problems
 
 
@@ -209,10 +288,7 @@ def read_rows(path: Path) -> tuple[list[Row], list[str]]:
         found, bad = parse_rows(items or [], origin=f"kind rows {file}")
         problems += bad
         for row in found:
-            if any(r.kind == row.kind for r in rows):
-                problems.append(f"kind rows {file}: the row of {row.kind} ignored: {row.kind} has a row already")
-            else:
-                rows.append(row)
+            keep_first(rows, row, f"kind rows {file}: the row of {row.kind}", problems)
     return rows, problems
 
 
@@ -239,8 +315,5 @@ def rows_of_objects(objs: Iterable[Mapping[str, Any]]) -> tuple[list[Row], list[
         found, bad = parse_rows([obj.get("spec")], origin=f"NSScalerKind {name}")
         problems += bad
         for row in found:
-            if any(r.kind == row.kind for r in rows):
-                problems.append(f"NSScalerKind {name}: ignored: {row.kind} has a row already")
-            else:
-                rows.append(row)
+            keep_first(rows, row, f"NSScalerKind {name}:", problems)
     return rows, problems

@@ -1,6 +1,6 @@
 """Kinds frozen by `spec.suspend: true`: CronJobs and Jobs. The record is the previous flag. Which objects
-count as running and what one unit runs differ by kind, so each is a function its registry entry names
-(`cronjob_running`, `job_running`, `cronjob_template`, `job_template`)."""
+count as running and what one unit runs differ by kind, so each is a function its row chooses
+(`job.model.kinds.builtin`: `finishes` picks `job_running` over `cronjob_running`, `pods` picks `TEMPLATES`)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ def job_template(obj: dict[str, Any]) -> tuple[Mapping[str, Any] | None, int]:
         return None, 0
     pods = (obj.get("spec") or {}).get("parallelism", 1)
     return template, int(pods if pods is not None else 1)
+
+
+def running_of(finishes: bool) -> Callable[[dict[str, Any]], bool]:
+    """What counts as running for a row whose objects finish (a Job: not once Complete or Failed) or do not."""
+    return job_running if finishes else cronjob_running
+
+
+#: a row's `pods` -> where one unit's Pods are
+TEMPLATES: Mapping[str, Template] = {"jobTemplate": cronjob_template, "parallelism": job_template}
 
 
 @dataclass(frozen=True)
