@@ -46,6 +46,8 @@ _METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=met
 #: seconds a person's request (`kubectl nsscaler`) may take to connect, and then to answer: one request to a
 #: stopped API server is said within twice this
 PERSON_TIMEOUT = 4.0
+#: the attempts of a person's request whose answer says when to ask again (within `PERSON_TIMEOUT`)
+PERSON_ASKED_AGAIN = 3
 _AGGREGATED_DISCOVERY = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                                    "application/json"}
 
@@ -150,17 +152,22 @@ class Kube:
         self.api.session.headers["User-Agent"] = f"nsscaler/{__version__}"  # field manager: the part before "/"
         _settle_environment(self.api.session, server=self.server)
         self.requests = RequestCounter()
+        #: retry only an answer that says when to ask again (429 or 503 with Retry-After), as kubectl does: a
+        #: person's connection, which says anything else at once
+        self.retry_only_when_asked = False
 
     @classmethod
     def as_user(cls, *, kubeconfig: Path | None, context: str | None) -> Kube:
         """A person's connection (`kubectl nsscaler`): their kubeconfig and context, never the ServiceAccount of
-        a pod the command may run in, and none of the job's NSSCALER_* environment. Each request is sent once,
+        a pod the command may run in, and none of the job's NSSCALER_* environment. Each request is not retried,
         and waits for an answer at most `PERSON_TIMEOUT` seconds: a person is waiting, and an API server that
         does not answer at once is worth saying so at once (they may run the command again), not after a
-        retry loop."""
-        settings = Settings.model_construct(kubeconfig=kubeconfig, context=context, retry_attempts=1,
+        retry loop. Only an answer that names when to ask again (an API server whose storage is still starting
+        answers 429 with Retry-After) is asked again, within the same `PERSON_TIMEOUT`, as kubectl does."""
+        settings = Settings.model_construct(kubeconfig=kubeconfig, context=context, retry_attempts=PERSON_ASKED_AGAIN,
                                             retry_budget=PERSON_TIMEOUT, request_timeout=PERSON_TIMEOUT)
         kube = cls(settings, config=_load_config(settings, in_pod=False))
+        kube.retry_only_when_asked = True
         kube.api.session.headers["User-Agent"] = f"kubectl-nsscaler/{__version__}"  # the person's Wakes
         return kube
 
@@ -169,8 +176,11 @@ class Kube:
         first run sends thousands of requests that never fail."""
         import tenacity  # noqa: PLC0415  (only a failure pays for it)
 
+        retry = (tenacity.retry_if_exception(lambda exc: isinstance(exc, _Retryable) and exc.retry_after is not None)
+                 if self.retry_only_when_asked else
+                 tenacity.retry_if_exception_type((requests.ConnectionError, requests.Timeout, _Retryable)))
         return tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type((requests.ConnectionError, requests.Timeout, _Retryable)),
+            retry=retry,
             stop=(tenacity.stop_after_attempt(self.settings.retry_attempts)
                   | tenacity.stop_after_delay(self.settings.retry_budget)),
             wait=self._wait,

@@ -93,6 +93,27 @@ def test_a_failing_api_server_is_not_passed_off_as_a_permission(api: AdminApi, c
     assert line.startswith(f"kubectl nsscaler: the API server at {proxy.url} answered 503 "), line
 
 
+def test_an_answer_that_says_when_to_ask_again_is_asked_again(api: AdminApi, control_plane: ControlPlane,
+                                                              admin_token: str, prefix: str, tmp_path):
+    """An API server whose storage is still starting answers 429 with Retry-After: the plugin asks again after
+    it, as kubectl does (before: "answered 429 storage is (re)initializing", exit 1), and still only then."""
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    asked: list[str] = []
+
+    def first_list_throttled(method: str, path: str) -> str | None:
+        if method == "GET" and path.startswith(f"/apis/apps/v1/namespaces/{ns}/deployments"):
+            asked.append(path)
+            return "429" if len(asked) == 1 else None  # the proxy's 429 carries Retry-After: 1
+        return None
+
+    with FaultProxy(control_plane, fraction=0.0, before_forward=first_list_throttled) as proxy:
+        shown = plugin(proxy.kubeconfig(tmp_path / "config", admin_token), "status", "-n", ns)
+    assert shown.returncode == 0, (shown.stdout, shown.stderr)
+    assert shown.stdout.startswith(f"{ns}: running\n"), shown.stdout
+    assert len(asked) == 2, asked
+
+
 def test_a_mistyped_namespace_reads_as_missing(api: AdminApi, control_plane: ControlPlane, prefix: str):
     api.create(builders.namespace(prefix + "v1"))
     for command in (["status", "-n", prefix + "v2"], ["wake", "-n", prefix + "v2", "--for", "1h"],

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from job.cluster import kubeconfig
-from job.cluster.kube import Kube
+from job.cluster.kube import PERSON_TIMEOUT, Kube
 from job.plugin import cli
 from job.plugin.workloads import Served, scalable_custom_kinds
 
@@ -60,7 +60,8 @@ def test_a_kubeconfig_of_two_files_has_the_users_credentials_from_the_second(tmp
     monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'gone'}:{second}")
     kube = Kube.as_user(kubeconfig=None, context=None)
     assert kube.config.user == {"token": "t"} and kube.config.namespace == "shop-v1"
-    assert kube.settings.retry_attempts == 1  # a person is waiting: an answer at once, not a retry loop
+    # a person is waiting: an answer at once, not a retry loop; asked again only when the answer says when
+    assert kube.retry_only_when_asked and kube.settings.retry_budget == PERSON_TIMEOUT
 
 
 def test_an_unreachable_server_is_named_with_the_cause(tmp_path, capsys):
