@@ -209,6 +209,34 @@ def metric(ksm: KubeStateMetrics, policy: str) -> float | None:
     return next((v for (name, _), v in ksm.of(policy).items() if name == "nsscaler_policy_refused_syncs"), None)
 
 
+@pytest.mark.usefixtures("hold_policy", "gitops_crds")
+def test_the_opt_in_without_its_rights_says_which_and_the_policies_are_served(
+        api: AdminApi, control_plane: controlplane.ControlPlane, as_nsscaler: Any, prefix: str) -> None:
+    """`--gitops-syncs` where the component's ClusterRole is not installed (taken away here if an earlier test of
+    the module installed it, and put back): one warning per kind naming the permission, exit 0, counted as none."""
+    def may_list() -> bool:
+        nsscaler = f"system:serviceaccount:{test_hold.NAMESPACE}:nsscaler"
+        return subprocess.run([kubectl(), "--kubeconfig", str(control_plane.admin_kubeconfig), "auth", "can-i", "list",
+                               "applications.argoproj.io", f"--as={nsscaler}"],
+                              capture_output=True, text=True, check=False).returncode == 0
+    installed = api.exists("ClusterRole", "nsscaler-gitops-syncs")
+    api.delete("ClusterRole", "nsscaler-gitops-syncs")
+    try:
+        wait_until(lambda: not may_list(), what="the aggregated role to lose the component's rules")
+        held, name = held_family(api, prefix, as_nsscaler)
+        run = as_nsscaler("--gitops-syncs")
+        assert run.exit_code == 0, run.stderr
+        for resource in ("kustomizations.kustomize.toolkit.fluxcd.io", "applications.argoproj.io"):
+            assert f"grant nsscaler list on {resource}" in run.stderr, run.stderr
+        status = api.get("NSScaler", name)["status"]
+        assert status["counts"]["syncsRefused"] == 0 and status["counts"]["heldNamespaces"] == 1
+        assert condition({"status": status}, "Ready")["status"] == "True"
+        assert api.replicas("Deployment", held, "web") == 0
+    finally:
+        if installed:
+            apply_manifest(control_plane.admin_kubeconfig, COMPONENT_RBAC)
+
+
 @pytest.mark.usefixtures("hold_policy", "gitops_syncs_rights")
 def test_a_flux_sync_the_hold_refuses_is_counted_once_reported_and_let_through_by_a_wake(
         api: AdminApi, as_nsscaler: Any, prefix: str, artifacts: Artifacts, kustomize_controller: Path,
