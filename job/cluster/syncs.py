@@ -2,8 +2,9 @@
 cluster-wide, each only where its CRD is served. Off (the default): no request at all.
 
 A kind that is not served (404) is no error: that controller is not installed. One nsscaler may not list (403) is
-one warning naming the permission, and the run goes on without it: counting refused syncs is a report, never a
-reason for a run to fail."""
+one warning naming the permission, and one that cannot be read otherwise (the API server failing after the client's
+retries) one warning saying why; the run goes on without it either way: counting refused syncs is a report, never
+a reason for a run to fail."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def attempts(kube: Kube, settings: Settings) -> tuple[SyncAttempt, ...]:
                 log.debug("%s is not served: no %s to read", kind.resource, kind.kind)
                 continue
             if exc.status != 403:
-                raise
+                log.warning("the %ss were not read (%s): their refused syncs are not counted by this run", kind.kind,
+                            exc, extra={"event": "gitops-syncs"})
+                continue
             log.warning("the %ss were not read (%s): their refused syncs are not counted; grant nsscaler list on %s "
                         "(the gitops-syncs component, the chart's gitopsSyncs.enabled)", kind.kind, exc,
                         kind.resource, extra={"event": "gitops-syncs"})

@@ -42,7 +42,8 @@ def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *
         return []
     limit = settings.workload_events_limit
     outcomes = list(outcomes)
-    return [*changes(results)[:limit], *reverts(list(results))[:limit], *refused_syncs(outcomes)[:limit],
+    return [*changes(results)[:limit], *reverts(list(results))[:limit],
+            *refused_syncs(outcomes, listed=settings.status_list_limit)[:limit],
             *of_policies(outcomes), *of_wakes(wakes)]
 
 
@@ -50,12 +51,13 @@ def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *
 REASON_SYNC_REFUSED = "SyncRefused"
 
 
-def refused_syncs(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
+def refused_syncs(outcomes: Iterable[PolicyOutcome], *, listed: int | None = None) -> list[Event]:
     """A Warning Event on each GitOps object whose sync the hold refused, once per object and revision: the ones
-    the policy's last status did not list so (`job.decide.syncs`, rule 4)."""
+    the policy's last status did not list so (`job.decide.syncs`, rule 4). Only those the status lists (`listed`,
+    its list limit): one beyond it, which the next status would not list either, is said once it is listed."""
     events = []
     for outcome in outcomes:
-        for r in syncs.new_refusals(outcome.syncs_refused, outcome.previous_status):
+        for r in syncs.new_refusals(outcome.syncs_refused[:listed], outcome.previous_status):
             a = r.attempt
             involved = {"apiVersion": a.kind.api_version, "kind": a.kind.kind, "name": a.name, "namespace": a.namespace,
                         "uid": a.uid}

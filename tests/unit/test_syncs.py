@@ -189,3 +189,16 @@ def test_every_kind_is_read_at_the_version_its_controller_serves():
     assert [(k.api_version, k.plural) for k in model.SYNC_KINDS] == [
         ("kustomize.toolkit.fluxcd.io/v1", "kustomizations"), ("helm.toolkit.fluxcd.io/v2", "helmreleases"),
         ("argoproj.io/v1alpha1", "applications")]
+
+
+def test_an_event_is_said_only_for_what_the_status_lists_so_never_twice():
+    selection = select(policy("p", "shop-", ["v2"]))
+    attempts = [flux(refusal("shop-v1"), name=f"app-{i}") for i in range(3)]
+    found = syncs.refused(attempts, selection, now=NOW, previous={})["p"]
+    first = _outcome(found)
+    body = status.build_status(first, now=NOW, list_limit=2)
+    assert body["counts"]["syncsRefused"] == 3 and len(body["syncsRefused"]) == 2
+    said = [e.involved["name"] for e in events.of_run([], [first], settings=settings(status_list_limit=2))
+            if e.reason == events.REASON_SYNC_REFUSED]
+    assert said == ["app-0", "app-1"]
+    assert not events.refused_syncs([_outcome(found, previous=body)], listed=2)  # the third: when it is listed
