@@ -44,6 +44,7 @@ from job.model.marks import LABEL_HOLD
 from tests import crds
 from tests.conftest import ROOT, apply_manifest, built_tool, kubectl
 from tests.e2e import test_hold
+from tests.faults import FaultProxy
 from tests.integration import test_metrics
 from tests.integration.test_metrics import KubeStateMetrics
 
@@ -353,3 +354,26 @@ def test_an_argo_cd_application_s_refused_sync_is_counted_and_nothing_is_read_wi
     steady = as_nsscaler()
     assert steady.requests.get("list", 0) == counted.requests.get("list", 0) - 3, (steady.requests,
                                                                                     counted.requests)
+
+
+@pytest.mark.usefixtures("gitops_crds")
+def test_a_gitops_kind_that_cannot_be_read_is_a_warning_and_the_run_goes_on(
+        api: AdminApi, control_plane: controlplane.ControlPlane, run_job: Any, prefix: str, admin_token: str,
+        tmp_path: Path) -> None:
+    """Every LIST of Applications answered 503 (at the proxy, whatever the retries): the run says the Applications
+    were not read, counts none, and freezes and reports as it would."""
+    for suffix in ("shop-live", "shop-held"):
+        api.create(builders.namespace(prefix + suffix))
+        api.create(builders.deployment(prefix + suffix, "web", 2))
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix + "shop-", ["live"]))
+
+    def applications_down(method: str, path: str) -> str | None:
+        return "503" if method == "GET" and "/applications" in path else None
+    with FaultProxy(control_plane, fraction=0.0, before_forward=applications_down) as proxy:
+        run = run_job("--gitops-syncs", "--retry-attempts", "2", "--retry-budget", "5",
+                      kubeconfig=proxy.kubeconfig(tmp_path / "proxied", admin_token))
+    assert run.exit_code == 0, run.stderr
+    assert "the Applications were not read" in run.stderr, run.stderr
+    assert api.replicas("Deployment", prefix + "shop-held", "web") == 0
+    assert api.get("NSScaler", name)["status"]["counts"]["syncsRefused"] == 0
