@@ -49,6 +49,8 @@ COMPONENT_HELP = {
              "admission policy, and the job's rights on HTTPRoutes.",
     "operatorKinds": "The RBAC of the shipped catalogue of operator kinds (CNPG, Zalando, Percona, RabbitMQ, "
                      "Strimzi).",
+    "gitopsSyncs": "Count the GitOps syncs the hold refused: list (read only) on Flux's Kustomizations and "
+                   "HelmReleases and Argo CD's Applications, and the run's --gitops-syncs.",
 }
 
 

@@ -9,7 +9,7 @@ import sys
 from typing import IO, Any, TextIO
 
 from job import __version__
-from job.decide import figures
+from job.decide import figures, syncs
 from job.decide import freed as freed_api
 from job.decide.actions import ActionResult, Verb
 from job.decide.outcome import PolicyOutcome
@@ -195,6 +195,7 @@ def as_json(report: RunReport, *, with_actions: bool = True) -> dict[str, Any]:
             "capExceeded": p.cap_message, "holding": p.holding,
             "remaining": remaining_entries(p.remaining),
             "reverted": reverted_entries(p.reverted),
+            syncs.STATUS_KEY: syncs.entries(p.syncs_refused),
             "freed": freed_entry(p.freed, list_limit=MAX_TOP_NAMESPACES),
             "restoring": restoring_entries(p.restoring),
             "restoredLate": late_entries(p.late),

@@ -22,7 +22,7 @@ from typing import Any
 
 from job.cluster import calendars as calendar_reads
 from job.cluster import census as census_api
-from job.cluster import lease, own_cronjob, read, routes
+from job.cluster import lease, own_cronjob, read, routes, syncs
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
@@ -167,15 +167,15 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
         outcomes = outcome_api.outcomes(snapshot.policies, decision=with_late_routes(decision, followed.late),
-                                        results=results, census=census, settings=settings, workloads=snapshot.workloads)
+                                        results=results, census=census, settings=settings, workloads=snapshot.workloads,
+                                        attempts=snapshot.syncs, now=now)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),
                                    *followed.problems, *hold_problems, *_lease_lost(run_lease, results)])
         stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now, writes=run_lease.lost is None))
-        _log_problems(decision)
-        _log_waits(decision)
+        _log_findings(decision, outcomes)
         stages.done("report")
     finally:
         run_lease.give_back()  # before the counts: what the Lease cost is part of the run's requests
@@ -303,7 +303,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapsh
         raise cannot_start(kube, exc, custom=custom) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),
                     wakes=tuple(wakes), overheads=overheads, leaving=leaving,
-                    forbidden=tuple(kinds.unknown[k] for k in kinds.forbidden))
+                    forbidden=tuple(kinds.unknown[k] for k in kinds.forbidden), syncs=syncs.attempts(kube, settings))
 
 
 def _write(kube: Kube, snapshot: Snapshot, decision: Decision, *, settings: Settings, now: dt.datetime,
@@ -378,6 +378,17 @@ def _log_waits(decision: Decision) -> None:
         log.info("%s: restore tier %d (%d workloads) waits for %s, at most until %s", w.namespace, w.tier, w.pending,
                  ", ".join(w.waiting_for) or "the earlier tiers", w.until.isoformat(),
                  extra={"event": "tier-waiting", "policy": w.policy, "namespace": w.namespace, "tier": w.tier})
+
+
+def _log_findings(decision: Decision, outcomes: Sequence[PolicyOutcome]) -> None:
+    """The decision's problems, the tiers that wait, and the GitOps syncs the hold refused (each run, as long as
+    they are refused: the Event is said once, the log line every run, like a status)."""
+    _log_problems(decision)
+    _log_waits(decision)
+    for r in (r for o in outcomes for r in o.syncs_refused):
+        a = r.attempt
+        log.warning(r.message, extra={"event": "sync-refused", "policy": r.policy, "namespace": r.namespace,
+                                      "gitops": a.kind.tool, "object": a.ref, "revision": a.revision})
 
 
 def _log_problems(decision: Decision) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from job.decide import drain
+from job.decide import drain, syncs
 from job.decide.actions import ActionResult, Verb
 from job.decide.outcome import PolicyOutcome
 from job.decide.waking import WakeVerdict
@@ -41,7 +41,28 @@ def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *
     if not settings.events:
         return []
     limit = settings.workload_events_limit
-    return [*changes(results)[:limit], *reverts(list(results))[:limit], *of_policies(outcomes), *of_wakes(wakes)]
+    outcomes = list(outcomes)
+    return [*changes(results)[:limit], *reverts(list(results))[:limit],
+            *refused_syncs(outcomes, listed=settings.status_list_limit)[:limit],
+            *of_policies(outcomes), *of_wakes(wakes)]
+
+
+#: the Warning Event on a GitOps object whose sync the hold refused
+REASON_SYNC_REFUSED = "SyncRefused"
+
+
+def refused_syncs(outcomes: Iterable[PolicyOutcome], *, listed: int | None = None) -> list[Event]:
+    """A Warning Event on each GitOps object whose sync the hold refused, once per object and revision: the ones
+    the policy's last status did not list so (`job.decide.syncs`, rule 4). Only those the status lists (`listed`,
+    its list limit): one beyond it, which the next status would not list either, is said once it is listed."""
+    events = []
+    for outcome in outcomes:
+        for r in syncs.new_refusals(outcome.syncs_refused[:listed], outcome.previous_status):
+            a = r.attempt
+            involved = {"apiVersion": a.kind.api_version, "kind": a.kind.kind, "name": a.name, "namespace": a.namespace,
+                        "uid": a.uid}
+            events.append(Event(a.namespace, involved, REASON_SYNC_REFUSED, r.message, warning=True))
+    return events
 
 
 _WAKE_REASONS = {STATE_ACTIVE: "Woken", STATE_EXPIRED: "WakeEnded", STATE_IGNORED: "WakeIgnored"}

@@ -63,6 +63,8 @@ COUNTS: tuple[Figure, ...] = (
            lambda o: o.pods_excluded, "pods_excluded", in_report=True),
     Figure("reverted", "frozen workloads found scaled up again by someone else and frozen again",
            lambda o: len(o.reverted), "reverted_workloads"),
+    Figure("syncsRefused", "GitOps syncs into held namespaces that the hold refused, as their controllers keep them",
+           lambda o: len(o.syncs_refused), "refused_syncs"),
     Figure("gitOpsManaged", "workloads in held namespaces that Argo CD or Flux manages",
            lambda o: o.gitops_managed, "gitops_managed_workloads", in_report=True),
     Figure("restoring", "namespaces whose next restore tier waits for the earlier ones", lambda o: len(o.restoring),

@@ -25,6 +25,7 @@ Rules:
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -111,13 +112,32 @@ def _wake_words(policy: Policy, namespace: str, hosts: Sequence[str]) -> str:
     return words
 
 
+#: the words a refusal always carries, naming the namespace and its holder: what a GitOps controller keeps of a
+#: refused sync is recognised by them (`held_namespaces`), so they are written here only
+HELD_BY = "namespace {namespace} is held by NSScaler {policy}"
+#: `HELD_BY` found in a text; the policy's fallback words (a namespace whose mark has no words) say `nsscaler`
+_HELD_BY = re.compile(r"namespace (?P<namespace>[a-z0-9]([-a-z0-9]*[a-z0-9])?) is held by (NSScaler|nsscaler)\b")
+#: the name of the admission policy of the hold (`devtools.hold_admission` writes it), which the API server names in
+#: every refusal
+ADMISSION_POLICY = "nsscaler-hold"
+
+
 def words(policy: Policy, namespace: str, *, now: dt.datetime | None, hosts: Sequence[str] = ()) -> str:
     """What a refused request reads after what it tried: who holds the namespace, until when, how to wake it."""
     until = None if policy.schedule.always or now is None else policy.schedule.next_change(now)
     when = (f"until {utc_stamp(until, precision='minutes')} (the next change of its hold_windows, exceptions or until)"
             if until else "until the policy allows it")
-    return (f"namespace {namespace} is held by NSScaler {policy.name} {when}; {_wake_words(policy, namespace, hosts)}; "
+    return (f"{HELD_BY.format(namespace=namespace, policy=policy.name)} {when}; "
+            f"{_wake_words(policy, namespace, hosts)}; "
             f"a workload meant to keep running is annotated {ANNOTATION_EXCLUDE}=true once the namespace is woken")
+
+
+def held_namespaces(text: str) -> list[str]:
+    """The namespaces a refusal by the hold names in `text` (an apply error a GitOps controller kept), in order,
+    once each; none when the text is no refusal of the hold's (the API server names the admission policy)."""
+    if f"ValidatingAdmissionPolicy '{ADMISSION_POLICY}'" not in text:
+        return []
+    return list(dict.fromkeys(m["namespace"] for m in _HELD_BY.finditer(text)))
 
 
 Pairs = tuple[tuple[str, str], ...]
@@ -137,17 +157,25 @@ def excluded(workloads: Iterable[Workload]) -> dict[str, list[str]]:
     return {ns: sorted(names) for ns, names in out.items()}
 
 
+def holding_policy(selection: Selection | None, namespace: str) -> Policy | None:
+    """Rule 1: the policy whose hold the namespace carries, if any: its first holder, where nothing keeps it
+    running and that holder holds between runs (`hold` not "off", not in `dry_run`)."""
+    verdict = None if selection is None else selection.verdicts.get(namespace)
+    if verdict is None or not verdict.holders or verdict.keepers or verdict.untouchable or verdict.woken:
+        return None
+    policy = verdict.holders[0]
+    return None if policy.spec.hold == OFF or policy.spec.dry_run else policy
+
+
 def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetime | None,
            hosts: Sequence[str] = (), account: str = "", opted_out: Sequence[str] = ()) -> Pairs:
     """Rule 1: the mark `namespace` should carry; `hosts`: the hostnames of its routes, where a person opens it;
     `account`: the user name of the run's own ServiceAccount (`account_of`), the one the hold lets by;
     `opted_out`: its excluded workloads (`excluded`)."""
-    verdict = None if selection is None else selection.verdicts.get(namespace.name)
-    if verdict is None or not verdict.holders or verdict.keepers or verdict.untouchable or verdict.woken:
+    policy = holding_policy(selection, namespace.name)
+    if policy is None or selection is None:
         return ()
-    policy = verdict.holders[0]
-    if policy.spec.hold == OFF or policy.spec.dry_run:
-        return ()
+    verdict = selection.verdicts[namespace.name]
     said = words(policy, namespace.name, now=now, hosts=hosts)
     # a run that does not know its account (by hand, outside the cluster) keeps the one the mark names
     account = account or dict(namespace.hold).get(ANNOTATION_HOLD_ACCOUNT, "")

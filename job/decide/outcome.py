@@ -3,12 +3,13 @@ into each NSScaler's outcome, from which its status (`job.decide.status`) and th
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from job.decide import drain, freed, pods
+from job.decide import drain, freed, pods, syncs
 from job.decide.actions import ActionResult, Verb, failure_message
 from job.decide.decision import Decision
 from job.decide.freed import Freed
@@ -18,6 +19,7 @@ from job.decide.pods import Remaining
 from job.decide.selection import PolicySelection
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
+from job.model.syncs import SyncAttempt
 from job.model.workloads import Workload
 
 _COUNTED = {Verb.FREEZE: "frozen", Verb.RESTORE: "restored", Verb.ADOPT: "adopted"}
@@ -45,6 +47,8 @@ class PolicyOutcome(PolicyPlan):
     #: set when the Pods could not be read: `done` is then unknown, so false
     pods_unknown: str | None = None
     reverted: list[Revert] = field(default_factory=list)
+    #: GitOps syncs into namespaces it holds that the hold refused (`job.decide.syncs`)
+    syncs_refused: list[syncs.RefusedSync] = field(default_factory=list)
     gitops_managed: int = 0
     cap_message: str | None = None
     #: which namespaces the selection kept or held and why, and whether the policy holds at all now
@@ -82,9 +86,12 @@ class SecondRead:
 
 
 def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, results: Sequence[ActionResult],
-             census: SecondRead, settings: Settings, workloads: Iterable[Workload] = ()) -> list[PolicyOutcome]:
+             census: SecondRead, settings: Settings, workloads: Iterable[Workload] = (),
+             attempts: Iterable[SyncAttempt] = (), now: dt.datetime | None = None) -> list[PolicyOutcome]:
     """One outcome per policy, in the order of `policies`. `workloads`: the snapshot's, for what the freezes
-    free (`job.decide.freed`)."""
+    free (`job.decide.freed`); `attempts`: the GitOps objects read (`job.decide.syncs`, at `now`)."""
+    refused = syncs.refused(attempts, decision.plan.selection, now=now,
+                            previous={p.name: p.status for p in policies}) if attempts else {}
     failed = drain.failed_refs(results, decision.problems)
     reverts = drain.reverts(list(results))
     gave_back = freed.by_policy(workloads, results)
@@ -97,7 +104,7 @@ def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, 
             continue
         out.append(replace(_outcome(p, decision=decision, results=results, census=census, settings=settings,
                                     failed=failed, reverted=[r for r in reverts if r.policy == p.name]),
-                            freed=gave_back.get(p.name, freed.Freed())))
+                            freed=gave_back.get(p.name, freed.Freed()), syncs_refused=refused.get(p.name, [])))
     return out
 
 

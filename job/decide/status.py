@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from job import __version__
-from job.decide import budget, figures
+from job.decide import budget, figures, syncs
 from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
 from job.decide.outcome import PolicyOutcome
@@ -87,6 +87,10 @@ def _ready(outcome: PolicyOutcome) -> tuple[bool, str, str]:
         message += (f"; {len(outcome.reverted)} found scaled up again during the freeze (first: "
                     f"{first.kind}/{first.name} in {first.namespace} by {first.manager or 'an unknown client'}; "
                     f"see status.reverted)")
+    if outcome.syncs_refused:
+        first_sync = outcome.syncs_refused[0]
+        message += (f"; {len(outcome.syncs_refused)} GitOps syncs refused by the hold (first: "
+                    f"{first_sync.attempt.ref} into {first_sync.namespace}; see status.syncsRefused)")
     return True, REASON_DRY_RUN if outcome.dry_run else REASON_RECONCILED, message
 
 
@@ -139,6 +143,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "failures": [f[:MAX_FAILURE_LENGTH] for f in outcome.failures[:MAX_FAILURES_IN_STATUS]],
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
+        syncs.STATUS_KEY: syncs.entries(outcome.syncs_refused[:list_limit]),
         **_tier_lists(outcome, list_limit=list_limit),
         **wake_budget_fields(outcome, list_limit=list_limit),
         "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),

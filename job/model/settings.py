@@ -101,6 +101,11 @@ class Settings(BaseSettings):
         default=30.0, ge=0, le=600,
         description="seconds one run may wait for a namespace's earlier restore tiers to become available before "
                     "it leaves the next tier to the next run (0: never wait in the run)")
+    gitops_syncs: bool = Field(
+        default=False,
+        description="count the GitOps syncs the hold refused, read from Flux's Kustomizations and HelmReleases and "
+                    "Argo CD's Applications cluster-wide (needs their `list`: the gitops-syncs component, the chart's "
+                    "gitopsSyncs.enabled; off: no request for them)")
     events: bool = Field(default=True, description="record Events on workloads and NSScalers")
     workload_events_limit: int = Field(
         default=50, ge=0, le=100000,

@@ -8,6 +8,7 @@ from typing import Any
 
 from job.model.autoscalers import ScaledObject
 from job.model.policy import InvalidPolicy, Policy
+from job.model.syncs import SyncAttempt
 from job.model.wake import Wake
 from job.model.workloads import Namespace, Workload
 
@@ -48,3 +49,5 @@ class Snapshot:
     #: why nsscaler may not read and write some custom kind a policy names (`job.cluster.read.discover`): a run
     #: serves the other policies, a release (which must give everything back) stops
     forbidden: tuple[str, ...] = ()
+    #: the GitOps controllers' objects, read only where `--gitops-syncs` is on (`job.cluster.syncs`)
+    syncs: tuple[SyncAttempt, ...] = ()

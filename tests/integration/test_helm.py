@@ -222,6 +222,7 @@ MATRIX = [
     pytest.param({"metrics": {"enabled": True}}, id="metrics"),
     pytest.param({"wakeRequesterStamp": {"enabled": True}}, id="wake-requester-stamp"),
     pytest.param({"operatorKinds": {"enabled": True}}, id="operator-kinds"),
+    pytest.param({"gitopsSyncs": {"enabled": True}}, id="gitops-syncs"),
     pytest.param({"waker": {"enabled": True}}, id="waker"),
     pytest.param({"namespace": {"name": "platform-nsscaler", "create": True}}, id="other-namespace"),
     pytest.param(PLATFORM, id="platform-values"),

@@ -115,7 +115,7 @@ CLUSTER_WIDE = ("ClusterRole", "ClusterRoleBinding", "FlowSchema", "PriorityLeve
                 "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
                 "MutatingAdmissionPolicyBinding")
 EVERY_COMPONENT = {"metrics": {"enabled": True}, "waker": {"enabled": True}, "operatorKinds": {"enabled": True},
-                   "wakeRequesterStamp": {"enabled": True}}
+                   "wakeRequesterStamp": {"enabled": True}, "gitopsSyncs": {"enabled": True}}
 
 
 def cluster_wide_names(docs: list[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -181,3 +181,23 @@ def test_the_chart_never_creates_the_namespace_that_holds_the_release(helm, tmp_
         tmp_path, {"namespace": {"name": namespace, "create": True}}), check=False)
     assert result.returncode != 0
     assert "namespace.create" in result.stderr and "namespace.name" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_gitops_syncs_turns_on_the_run_s_reading_and_grants_it_list_only(helm, tmp_path, enabled):
+    """The value does what the kustomize component does: the run's NSSCALER_GITOPS_SYNCS and a ClusterRole aggregated
+    into nsscaler's with `list` on the GitOps kinds, nothing more; off (the default), neither."""
+    docs = template(helm, tmp_path, {"gitopsSyncs": {"enabled": enabled}} if enabled else {})
+    pod = by_kind(docs, "CronJob", "nsscaler")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    env = pod["containers"][0]["env"]
+    assert ({"name": "NSSCALER_GITOPS_SYNCS", "value": "true"} in env) is enabled
+    roles = [o for o in docs if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith("gitops-syncs")]
+    assert bool(roles) is enabled
+    if enabled:
+        [role] = roles
+        assert role["metadata"]["labels"]["nsscaler.wubw.fun/aggregate-to-nsscaler"] == "true"
+        assert sorted((r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in role["rules"]) == [
+            ("argoproj.io", "applications", ("list",)), ("helm.toolkit.fluxcd.io", "helmreleases", ("list",)),
+            ("kustomize.toolkit.fluxcd.io", "kustomizations", ("list",))]
+    release_hook = by_kind(docs, "Job", "nsscaler-release")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert not [e for e in release_hook if e["name"] == "NSSCALER_GITOPS_SYNCS"]  # a release counts nothing

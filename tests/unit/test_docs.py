@@ -191,7 +191,8 @@ def test_the_metrics_page_lists_every_metric_of_the_kube_state_metrics_config_an
 # --- Installing and operating: RBAC and what gets installed ------------------------------------------------------
 
 RBAC_FILES = ("kustomize/base/rbac.yaml", "kustomize/base/wake-rbac.yaml", "kustomize/components/metrics/rbac.yaml",
-              "kustomize/components/waker/job-rbac.yaml", "kustomize/components/waker/waker-rbac.yaml")
+              "kustomize/components/waker/job-rbac.yaml", "kustomize/components/waker/waker-rbac.yaml",
+              "kustomize/components/gitops-syncs/rbac.yaml")
 #: Roles in nsscaler's own namespace whose every rule the page's tables list too
 ROLE_FILES = ("kustomize/base/calendar-rbac.yaml",)
 
