@@ -166,7 +166,7 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
                                        may_write=lambda: _may_write(kube, run_lease), first=first)
         stages.done("write")
         census = _look_again(kube, decision, results, namespaces=len(snapshot.namespaces))
-        outcomes = outcome_api.outcomes(snapshot.policies, decision=with_late_routes(decision, followed.late),
+        outcomes = outcome_api.outcomes(snapshot.policies, now=now, decision=with_late_routes(decision, followed.late),
                                         results=results, census=census, settings=settings, workloads=snapshot.workloads)
         report = replace(report, results=results,
                          problems=[*_orphan_problems(snapshot, decision, results, census), *_wake_problems(snapshot),

@@ -72,7 +72,7 @@ class CloudNativePG:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "OPERATOR_NAMESPACE": OPERATOR_NAMESPACE,
                "WEBHOOK_CERT_DIR": str(certs)}
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(  # noqa: S603 (our own built tool)
+            self.proc = subprocess.Popen(
                 [str(self.binary), "controller", "--leader-elect=false", "--metrics-bind-address=0",
                  f"--webhook-port={_free_port()}"],
                 cwd=self.folder, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -48,6 +48,11 @@ class Settling:
         return f"{self.namespace} {self.workload}: {self.reports}"
 
 
+def reports_frozen(workload: Workload) -> bool:
+    """Whether its operator reports its freeze (its kind's row names a condition)."""
+    return isinstance(workload.handler, KindHandler) and workload.handler.settle_within is not None
+
+
 def _frozen_now(results: Iterable[ActionResult], policy: str) -> dict[tuple[str, str, str], Workload]:
     return {r.action.workload.key: r.action.workload for r in results
             if r.action.policy == policy and r.action.verb is Verb.FREEZE and r.outcome == "applied"}
@@ -62,11 +67,10 @@ def waiting(workloads: Iterable[Workload], *, policy: str, held: Sequence[str], 
     fresh = _frozen_now(results, policy)
     found: list[Settling] = []
     for w in workloads:
-        if w.namespace not in namespaces or not isinstance(w.handler, KindHandler):
+        if w.namespace not in namespaces or not reports_frozen(w):
             continue
         within = w.kind_handler.settle_within
-        if within is None:
-            continue
+        assert within is not None
         if w.key in fresh:
             found.append(Settling(w.namespace, w.short_ref, JUST_FROZEN, now, within, overdue=False))
         elif w.has_record and w.scaled_by == policy and w.unsettled is not None:
