@@ -29,7 +29,7 @@ from devtools.cluster.controlplane import ControlPlane
 from job.model.activity import parse_time
 from job.model.marks import ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY, FIELD_MANAGER
 from tests.conftest import built_tool
-from tests.operators import HIBERNATION, CloudNativePG, healthy_cluster, instances, resume
+from tests.operators import HIBERNATION, RECONCILIATION, CloudNativePG, healthy_cluster, instances, resume
 
 CLUSTER = "Cluster.postgresql.cnpg.io"
 pytestmark = pytest.mark.usefixtures("crd")
@@ -80,11 +80,12 @@ def hibernated_by_the_operator(api: AdminApi, ns: str) -> None:
                what="the operator's Hibernated condition and its Pods gone")
 
 
+@pytest.mark.parametrize("before", [None, "off"], ids=["no-annotation", "annotation-off"])
 def test_the_real_operator_hibernates_a_held_cluster_and_done_waits_for_its_pods_and_condition(
-        api, run_job, prefix, operator):
+        api, run_job, prefix, operator, before):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
-    created = healthy_cluster(api, ns, "db", 3, {"team": "data"})
+    created = healthy_cluster(api, ns, "db", 3, {"team": "data", **({HIBERNATION: before} if before else {})})
     kept = claims(api, ns)
     assert len(kept) == 3 and instances(api, ns, "db") == ["db-1", "db-2", "db-3"]
     api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=[CLUSTER]))
@@ -93,7 +94,8 @@ def test_the_real_operator_hibernates_a_held_cluster_and_done_waits_for_its_pods
     assert result.exit_code == 0, result.stderr
     cluster = api.get("Cluster", "db", ns)
     assert cluster["metadata"]["annotations"][HIBERNATION] == "on"
-    assert ours(cluster) == {ANNOTATION_ORIGINAL_VALUE: "null", ANNOTATION_SCALED_BY: f"{prefix}p"}
+    assert ours(cluster) == {ANNOTATION_ORIGINAL_VALUE: f'"{before}"' if before else "null",
+                             ANNOTATION_SCALED_BY: f"{prefix}p"}
     assert cluster["spec"] == created["spec"], "hibernated by its annotation, never through /scale"
     frozen = api.status(f"{prefix}p")
     assert frozen["done"] is False and conditions(api, f"{prefix}p")["Drained"]["reason"] == "PodsRemaining", frozen
@@ -106,6 +108,15 @@ def test_the_real_operator_hibernates_a_held_cluster_and_done_waits_for_its_pods
     assert found["Drained"]["reason"] == "NoPodsLeft"
     assert (found["FreezeIncomplete"]["status"], found["FreezeIncomplete"]["reason"]) == ("False", "NoneOverdue")
     assert status["freezeIncomplete"] == []
+
+    api.patch("NSScaler", f"{prefix}p", {"spec": {"active_namespace_suffixes": ["v1"]}})
+    assert run_job().exit_code == 0
+    back = api.get("Cluster", "db", ns)
+    assert back["metadata"]["annotations"] == {k: v for k, v in created["metadata"]["annotations"].items()
+                                               if k != RECONCILIATION}, "given back exactly"
+    wait_until(lambda: hibernation(api, ns) is None and "db-1" in instances(api, ns, "db"), timeout=60,
+               what="the operator's rehydration on the kept PVCs")
+    assert claims(api, ns) == kept
 
 
 def test_a_cluster_the_operator_does_not_call_healthy_is_left_running_and_named(api, run_job, prefix, operator):
