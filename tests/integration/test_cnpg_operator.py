@@ -198,8 +198,11 @@ def test_a_condition_the_operator_never_sets_is_freeze_incomplete_once(api, run_
     wait_until(lambda: dt.datetime.now(dt.UTC) > froze + dt.timedelta(seconds=2), timeout=30, what="within to pass")
 
     for _ in range(2):
-        assert run_job("--kind-rows", str(rows)).exit_code == 0
+        ran = run_job("--kind-rows", str(rows))
+        assert ran.exit_code == 0, ran.stderr
         status, found = api.status(f"{prefix}p"), conditions(api, f"{prefix}p")
+        (reported,) = [p for p in ran.report["policies"] if p["name"] == f"{prefix}p"]
+        assert reported["freezeIncomplete"] == status["freezeIncomplete"] and reported["done"] is False
         assert status["done"] is False, "its Pods are gone, but its operator never reported the condition"
         assert (found["FreezeIncomplete"]["status"], found["FreezeIncomplete"]["reason"]) == ("True",
                                                                                              "OperatorNotFrozen")
