@@ -45,7 +45,7 @@ def _free_port() -> int:
 def cnpg_crds() -> list[dict[str, Any]]:
     """The CRDs of CloudNativePG's module at the version built (Go's module cache; downloaded if needed)."""
     found = subprocess.run(["go", "mod", "download", "-json", CNPG_MODULE], capture_output=True, text=True,
-                           check=True)
+                           check=True, env={**os.environ, "GOTOOLCHAIN": "local", "GOWORK": "off"})
     bases = Path(json.loads(found.stdout)["Dir"]) / "config" / "crd" / "bases"
     return [doc for path in sorted(bases.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
 
