@@ -138,7 +138,21 @@ def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
                    for reason, message, warning in _tiers(outcome)]
         events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, REASON_EXCEPTION, message)
                    for message in _exception_started(outcome)]
+        events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, REASON_FREEZE_INCOMPLETE, message, warning=True)
+                   for message in _newly_incomplete(outcome)]
     return events
+
+
+#: the Warning Event on an NSScaler when an operator has not reported a freeze done within its row's `within`
+REASON_FREEZE_INCOMPLETE = "FreezeIncomplete"
+
+
+def _newly_incomplete(outcome: PolicyOutcome) -> list[str]:
+    """Said once per object: when the last run's status did not name it in `freezeIncomplete` already."""
+    before = {(e.get("namespace"), e.get("workload")) for e in outcome.previous_status.get("freezeIncomplete") or []
+              if isinstance(e, dict)}
+    return [f"{s.namespace} {s.workload}: its operator does not report it frozen {s.within:g} s after the freeze: "
+            f"{s.reports}" for s in outcome.incomplete if (s.namespace, s.workload) not in before]
 
 
 #: the Event on an NSScaler when an exception starts deciding its day

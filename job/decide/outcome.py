@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from job.decide import drain, freed, pods, syncs
+from job.decide import drain, freed, pods, settling, syncs
 from job.decide.actions import ActionResult, Verb, failure_message
 from job.decide.decision import Decision
 from job.decide.freed import Freed
@@ -17,6 +17,7 @@ from job.decide.gitops import Revert
 from job.decide.plan import PolicyPlan
 from job.decide.pods import Remaining
 from job.decide.selection import PolicySelection
+from job.decide.settling import Settling
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.syncs import SyncAttempt
@@ -55,6 +56,8 @@ class PolicyOutcome(PolicyPlan):
     selection: PolicySelection | None = None
     #: what the workloads it holds frozen gave back (`job.decide.freed`)
     freed: Freed = field(default_factory=Freed)
+    #: objects it froze the operator's way whose operator does not report them frozen yet (`job.decide.settling`)
+    settling: list[Settling] = field(default_factory=list)
 
     @property
     def holding(self) -> bool:
@@ -67,9 +70,15 @@ class PolicyOutcome(PolicyPlan):
 
     @property
     def done(self) -> bool:
-        """True only when this policy serves and no Pod is left in any namespace it holds."""
+        """True only when this policy serves, no Pod is left in any namespace it holds, and every operator it froze
+        an object through reports that object frozen."""
         return (self.invalid is None and not self.suspended and self.pods_left == 0
-                and self.pods_unknown is None)
+                and self.pods_unknown is None and not self.settling)
+
+    @property
+    def incomplete(self) -> list[Settling]:
+        """The freezes whose operator has not reported them done within their row's `within`."""
+        return [s for s in self.settling if s.overdue]
 
     @property
     def ok(self) -> bool:
@@ -89,7 +98,9 @@ def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, 
              census: SecondRead, settings: Settings, workloads: Iterable[Workload] = (),
              attempts: Iterable[SyncAttempt] = (), now: dt.datetime | None = None) -> list[PolicyOutcome]:
     """One outcome per policy, in the order of `policies`. `workloads`: the snapshot's, for what the freezes
-    free (`job.decide.freed`); `attempts`: the GitOps objects read (`job.decide.syncs`, at `now`)."""
+    free (`job.decide.freed`) and the freezes that wait for their operator (`job.decide.settling`, from `now`);
+    `attempts`: the GitOps objects read (`job.decide.syncs`, at `now`)."""
+    workloads = list(workloads)
     refused = syncs.refused(attempts, decision.plan.selection, now=now,
                             previous={p.name: p.status for p in policies}) if attempts else {}
     failed = drain.failed_refs(results, decision.problems)
@@ -102,9 +113,12 @@ def outcomes(policies: Sequence[Policy | InvalidPolicy], *, decision: Decision, 
             out.append(PolicyOutcome(name=p.name, generation=p.generation, uid=p.uid, previous_status=p.status,
                                      invalid=p.message, freed=gave_back.get(p.name, freed.Freed())))
             continue
-        out.append(replace(_outcome(p, decision=decision, results=results, census=census, settings=settings,
-                                    failed=failed, reverted=[r for r in reverts if r.policy == p.name]),
-                            freed=gave_back.get(p.name, freed.Freed()), syncs_refused=refused.get(p.name, [])))
+        found = _outcome(p, decision=decision, results=results, census=census, settings=settings, failed=failed,
+                         reverted=[r for r in reverts if r.policy == p.name])
+        waiting = settling.waiting(workloads, policy=p.name, held=found.held, results=results,
+                                   now=now) if now is not None and not found.dry_run else []
+        out.append(replace(found, freed=gave_back.get(p.name, freed.Freed()), settling=waiting,
+                           syncs_refused=refused.get(p.name, [])))
     return out
 
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job.decide import selection as selection_api
-from job.decide import waking
+from job.decide import settling, waking
 from job.decide.actions import Action, Problem, Verb
 from job.decide.selection import Selection, Verdict
 from job.decide.tiers import LateTier, TierWait
@@ -125,10 +125,14 @@ def sizes_needed(workloads: Iterable[Workload], *, selection: Selection,
                  excluded_owners: frozenset[tuple[str, str, str]]) -> list[Workload]:
     """The workloads read from metadata alone whose size a decision of `make_plan` needs: those a policy
     holds (frozen unless at 0 already) and those carrying a record whose size field someone else wrote
-    since (scaled up again: frozen again, or restored). Excluded ones, untouchable namespaces and
-    objects frozen through their owner never need it."""
+    since (scaled up again: frozen again, or restored); and the frozen objects whose operator must report the
+    freeze done (`job.decide.settling`: its condition is in their status). Excluded ones, untouchable namespaces
+    and objects frozen through their owner never need it."""
     needed = []
     for w in workloads:
+        if w.has_record and w.available is None and settling.reports_frozen(w):
+            needed.append(w)
+            continue
         if w.size is not None or w.frozen_with_its_owner or w.excluded or w.owner_key in excluded_owners:
             continue
         found = selection.verdicts.get(w.namespace)

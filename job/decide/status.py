@@ -17,6 +17,7 @@ from job.decide.freed import Freed, plain, top_namespaces
 from job.decide.gitops import Revert
 from job.decide.outcome import PolicyOutcome
 from job.decide.pods import Remaining
+from job.decide.settling import Settling
 from job.decide.tiers import LateTier, TierWait
 from job.decide.waking import WakeVerdict
 from job.model.calendar import Match
@@ -25,6 +26,8 @@ from job.model.stamps import utc_stamp
 
 CONDITION_READY = "Ready"
 CONDITION_DRAINED = "Drained"
+#: True while an object frozen the operator's way is not reported frozen by its operator within its row's `within`
+CONDITION_FREEZE_INCOMPLETE = "FreezeIncomplete"
 
 REASON_RECONCILED = "Reconciled"
 REASON_DRY_RUN = "DryRun"
@@ -36,6 +39,9 @@ REASON_PODS_GONE = "NoPodsLeft"
 REASON_PODS_LEFT = "PodsRemaining"
 REASON_NOTHING_HELD = "NothingHeld"
 REASON_EXPIRED = "Expired"
+REASON_FREEZE_IN_PROGRESS = "FreezeInProgress"
+REASON_OPERATOR_NOT_FROZEN = "OperatorNotFrozen"
+REASON_OPERATORS_IN_TIME = "NoneOverdue"
 
 MAX_FAILURES_IN_STATUS = 5
 #: the longest failure a status names (the CRD says so too): a status must stay small enough to be written
@@ -100,6 +106,11 @@ def _drained(outcome: PolicyOutcome) -> tuple[bool, str, str]:
             return False, REASON_SUSPENDED if outcome.suspended else REASON_INVALID_SPEC, "policy not served"
         if outcome.pods_unknown is not None:
             return False, REASON_PODS_LEFT, f"could not check the Pods: {outcome.pods_unknown}"
+        if outcome.pods_left == 0:  # the Pods are gone; an operator has not reported its freeze done yet
+            first = outcome.settling[0]
+            return False, REASON_FREEZE_IN_PROGRESS, (
+                f"no Pod left, but {len(outcome.settling)} objects frozen their operator's way are not reported "
+                f"frozen yet (first: {first.words})")
         owners = "; ".join(f"{r.namespace} {r.owner} ({r.pods} Pod{'s' if r.pods != 1 else ''}): {r.reason}"
                            for r in outcome.remaining[:OWNERS_IN_MESSAGE])
         more = len(outcome.remaining) - OWNERS_IN_MESSAGE
@@ -111,9 +122,20 @@ def _drained(outcome: PolicyOutcome) -> tuple[bool, str, str]:
     return True, REASON_PODS_GONE, f"no Pod left in the {len(outcome.held)} held namespaces{meant}"
 
 
+def _incomplete(outcome: PolicyOutcome) -> tuple[bool, str, str]:
+    late = outcome.incomplete
+    if not late:
+        return False, REASON_OPERATORS_IN_TIME, ("every object frozen its operator's way is reported frozen by its "
+                                                 "operator, or its row's `within` has not passed yet")
+    return True, REASON_OPERATOR_NOT_FROZEN, (f"{len(late)} objects frozen their operator's way are not reported "
+                                              f"frozen within their row's `within` (first: {late[0].words}); see "
+                                              f"status.freezeIncomplete")
+
+
 def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -> dict[str, Any]:
     ready, ready_reason, ready_message = _ready(outcome)
     drained, drained_reason, drained_message = _drained(outcome)
+    incomplete, incomplete_reason, incomplete_message = _incomplete(outcome)
     kept = sorted(outcome.kept_running_by.items())[:list_limit]
     recent = sorted((outcome.selection.recent if outcome.selection else {}).items())
     woken = sorted((outcome.selection.woken if outcome.selection else {}).items())
@@ -132,6 +154,8 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
                        outcome=outcome, now=now),
             _condition(CONDITION_DRAINED, true=drained, reason=drained_reason, message=drained_message,
                        outcome=outcome, now=now),
+            _condition(CONDITION_FREEZE_INCOMPLETE, true=incomplete, reason=incomplete_reason,
+                       message=incomplete_message, outcome=outcome, now=now),
         ],
         "counts": figures.counts(outcome),
         "heldNamespaces": outcome.held[:list_limit],
@@ -144,6 +168,7 @@ def build_status(outcome: PolicyOutcome, *, now: dt.datetime, list_limit: int) -
         "remaining": remaining_entries(outcome.remaining[:list_limit]),
         "reverted": reverted_entries(outcome.reverted[:MAX_REVERTED_IN_STATUS]),
         syncs.STATUS_KEY: syncs.entries(outcome.syncs_refused[:list_limit]),
+        "freezeIncomplete": incomplete_entries(outcome.incomplete[:list_limit]),
         **_tier_lists(outcome, list_limit=list_limit),
         **wake_budget_fields(outcome, list_limit=list_limit),
         "freed": _cleared(freed_entry(outcome.freed, list_limit=min(list_limit, MAX_TOP_NAMESPACES)),
@@ -253,6 +278,13 @@ def late_entries(late: Iterable[LateTier], *, list_limit: int | None = None) -> 
     return [{"namespace": t.namespace, "tier": t.tier, "notReady": list(t.not_ready[:list_limit]),
              "since": utc_stamp(t.since), **({"routes": list(t.routes[:list_limit])} if t.routes else {})}
             for t in late]
+
+
+def incomplete_entries(late: Iterable[Settling]) -> list[dict[str, Any]]:
+    """`status.freezeIncomplete` and the JSON report's: each object whose operator has not reported its freeze done
+    within its row's `within`, with what the operator reports and since when it was frozen (none: not recorded)."""
+    return [{"namespace": s.namespace, "workload": s.workload, "reports": s.reports[:MAX_FAILURE_LENGTH],
+             **({"since": utc_stamp(s.since)} if s.since is not None else {})} for s in late]
 
 
 def reverted_entries(reverted: Iterable[Revert]) -> list[dict[str, Any]]:

@@ -125,6 +125,12 @@ class _Leader:
     order: Sequence[Kind] = ()
     wait: dt.timedelta = DEFAULT_RESTORE_WAIT
 
+    def waits_in(self, namespace: str) -> bool:
+        """Whether its status remembers a tier of `namespace` waiting: its earlier tiers may be back already, so
+        that no record says they are there (a data-tier row given back whole), and the namespace is read whole."""
+        entries = (self.policy.status.get("restoring") or []) if self.policy is not None else []
+        return any(isinstance(e, dict) and e.get("namespace") == namespace for e in entries)
+
     def remembered(self, namespace: str, tier: int) -> dt.datetime | None:
         """When the wait of `tier` in `namespace` began, as the policy's status remembers it."""
         entries = (self.policy.status.get("restoring") or []) if self.policy is not None else []
@@ -252,8 +258,8 @@ def namespaces_to_read(workloads: Iterable[Workload], *, selection: Selection,
         pending.setdefault(w.namespace, []).append(w)
     out = []
     for ns, found in sorted(pending.items()):
-        order = _leader((w.scaled_by or "" for w in found), policies).order
-        tiers = [t for w in found if (t := tier_of(w, order, data_first=ns in data)) is not None]
-        if tiers and min(tiers) > 0:
+        leader = _leader((w.scaled_by or "" for w in found), policies)
+        tiers = [t for w in found if (t := tier_of(w, leader.order, data_first=ns in data)) is not None]
+        if (tiers and min(tiers) > 0) or leader.waits_in(ns):
             out.append(ns)
     return out

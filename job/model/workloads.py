@@ -99,6 +99,10 @@ class Workload:
     #: why its kind's row says it may not be frozen now (`KindHandler.blocked`: an operator that wants it healthy
     #: first); None when it may, or when it was read from metadata alone
     blocked: str | None = None
+    #: what its operator reports while the freeze has not taken effect its way (`KindHandler.settled`: the row's
+    #: condition not reached yet); None once it has, for kinds no operator reports on, or when read from metadata
+    #: alone (`sizes_needed` reads a frozen one of those whole)
+    unsettled: str | None = None
     #: when nsscaler last froze or restored it (its field manager's time, RFC 3339), None if it never did or
     #: someone has since taken over every field it wrote
     written_by_nsscaler: str | None = None
@@ -275,6 +279,7 @@ def from_api(kind: Kind | KindHandler, obj: dict[str, Any], *, metadata_only: bo
         runtime_class=_interned(runtime_class),
         available=None if metadata_only else handler.available(obj),
         blocked=None if metadata_only else handler.blocked(obj),
+        unsettled=None if metadata_only else handler.settled(obj),
     )
 
 

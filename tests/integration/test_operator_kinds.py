@@ -1,7 +1,7 @@
 """Kinds as rows against the real thing: every row of the shipped catalogue against its operator's real CRD
-(tests/fixtures/crds, the versions the rows were checked against), a CNPG Cluster hibernated the operator's way
-with a test controller that follows CNPG's documented contract (tests/cnpg_contract.py), and a kind a platform
-team adds as a row in data only (`--kind-rows`), a broken row beside it reported once while the others act."""
+(tests/fixtures/crds, the versions the rows were checked against; a CNPG Cluster against the real CloudNativePG
+operator is test_cnpg_operator.py), and a kind a platform team adds as a row in data only (`--kind-rows`), a broken
+row beside it reported once while the others act."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from devtools.builders import AdminApi, wait_until
 from job.model.kinds.catalogue import CATALOGUE_DATA
 from job.model.marks import ANNOTATION_ORIGINAL_REPLICAS, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY
 from tests import crds
-from tests.cnpg_contract import ANNOTATION, CONDITION, HibernationContract
 from tests.conftest import built_tool
 from tests.faults import FaultProxy
 from tests.integration.test_helm import IMAGE, helm_env
@@ -97,100 +96,6 @@ def test_each_catalogue_row_freezes_its_kind_the_operators_way_and_gives_it_back
     back = api.get(short, "x", ns)
     assert back["spec"] == created["spec"] and back["metadata"]["annotations"] == created["metadata"]["annotations"]
     assert not (back["metadata"].get("labels") or {})
-
-
-@pytest.mark.parametrize("before", [None, "off"], ids=["no-annotation", "annotation-off"])
-def test_a_cnpg_cluster_hibernates_the_operators_way_keeps_its_volumes_and_comes_back_exactly(
-        api, run_job, prefix, operator_crds, before):
-    """The CNPG operator is imitated by a test controller that follows CNPG's documented hibernation contract
-    (tests/cnpg_contract.py): it makes one Pod and one PVC per instance, deletes the Pods on the annotation
-    (condition DeletingPods, then Hibernated), keeps the PVCs, and recreates the Pods when the annotation is `off`
-    or gone. `done` is true only once its Pods are gone; the restore gives the annotation back as it was."""
-    ns = prefix + "v1"
-    api.create(builders.namespace(ns))
-    contract = HibernationContract(api, ns)
-    contract.start()
-    try:
-        annotations = {"team": "data", **({ANNOTATION: before} if before else {})}
-        created = api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db",
-                                  {"instances": 3, "storage": {"size": "1Gi"}}, annotations))
-        wait_until(lambda: len(contract._pods("db")) == 3 and api.get("Cluster", "db", ns).get("status", {}).get(
-            "phase") == "Cluster in healthy state", timeout=30, what="the cluster's three instances")
-        claims = sorted(c["metadata"]["uid"] for c in api.list("PersistentVolumeClaim", ns))
-        api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io"]))
-
-        assert run_job().exit_code == 0
-        cluster = api.get("Cluster", "db", ns)
-        assert cluster["metadata"]["annotations"][ANNOTATION] == "on"
-        assert ours(cluster) == {ANNOTATION_ORIGINAL_VALUE: '"off"' if before else "null",
-                                 ANNOTATION_SCALED_BY: f"{prefix}p"}
-        assert cluster["spec"] == created["spec"], "hibernated by its annotation, never through /scale"
-
-        def hibernated() -> bool:
-            conditions = api.get("Cluster", "db", ns).get("status", {}).get("conditions") or []
-            return any(c["type"] == CONDITION and c["reason"] == "Hibernated" and c["status"] == "True"
-                       for c in conditions)
-        wait_until(hibernated, timeout=30, what="the operator's Hibernated condition")
-        assert not contract._pods("db")
-        assert sorted(c["metadata"]["uid"] for c in api.list("PersistentVolumeClaim", ns)) == claims, "PVCs kept"
-        assert run_job().exit_code == 0
-        assert api.status(f"{prefix}p")["done"] is True, "done once the operator's Pods are gone"
-
-        give_back(api, f"{prefix}p")
-        assert run_job().exit_code == 0
-        back = api.get("Cluster", "db", ns)
-        assert back["metadata"]["annotations"] == created["metadata"]["annotations"]
-        assert back["spec"] == created["spec"]
-        wait_until(lambda: len(contract._pods("db")) == 3, timeout=30, what="the instances again")
-        assert sorted(c["metadata"]["uid"] for c in api.list("PersistentVolumeClaim", ns)) == claims
-    finally:
-        contract.stop()
-    assert not contract.errors
-
-
-def test_a_cnpg_cluster_comes_back_in_the_data_tier_before_the_app_that_uses_it(api, run_job, prefix, operator_crds):
-    """CNPG is imitated by the test controller that follows its documented hibernation contract
-    (tests/cnpg_contract.py). With no restore order and no tier annotation, the catalogue's data tier puts the
-    Cluster first: the app's Deployment stays frozen until the Cluster reports its instances ready."""
-    ns = prefix + "v1"
-    api.create(builders.namespace(ns))
-    contract = HibernationContract(api, ns)
-    contract.start()
-    try:
-        api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db", {"instances": 2}))
-        api.create(builders.deployment(ns, "web", 2))
-        wait_until(lambda: len(contract._pods("db")) == 2, timeout=30, what="the cluster's instances")
-        api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io", "Deployment"]))
-        assert run_job().exit_code == 0
-        assert api.replicas("Deployment", ns, "web") == 0
-        wait_until(lambda: not contract._pods("db"), timeout=30, what="the cluster hibernated")
-
-        give_back(api, f"{prefix}p")
-        first = run_job("--restore-wait-in-run", "0")
-        assert first.exit_code == 0, first.stderr
-        assert ANNOTATION not in (api.get("Cluster", "db", ns)["metadata"].get("annotations") or {}), "data first"
-        assert api.replicas("Deployment", ns, "web") == 0, "the app waits for its database"
-        restoring = api.status(f"{prefix}p")["restoring"]
-        assert [(r["namespace"], r["tier"]) for r in restoring] == [(ns, 1)], restoring
-        wait_until(lambda: api.get("Cluster", "db", ns)["status"].get("readyInstances") == 2, timeout=30,
-                   what="the cluster's instances ready again")
-        assert run_job("--restore-wait-in-run", "0").exit_code == 0
-        assert api.replicas("Deployment", ns, "web") == 2
-    finally:
-        contract.stop()
-    assert not contract.errors
-
-
-def test_an_unhealthy_cnpg_cluster_is_left_running_and_named_in_the_run(api, run_job, prefix, operator_crds):
-    ns = prefix + "v1"
-    api.create(builders.namespace(ns))
-    api.create(made("Cluster.postgresql.cnpg.io", "postgresql.cnpg.io/v1", ns, "db", {"instances": 1}))
-    api.patch("Cluster", "db", {"status": {"phase": "Setting up primary"}}, ns, sub="status")
-    api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=["Cluster.postgresql.cnpg.io"]))
-    result = run_job()
-    assert result.exit_code == 1
-    assert "to be 'Cluster in healthy state' first" in result.stderr
-    assert ANNOTATION not in (api.get("Cluster", "db", ns)["metadata"].get("annotations") or {})
 
 
 def test_a_kind_added_as_a_row_in_data_only_is_frozen_and_given_back_and_a_broken_row_is_named_once(

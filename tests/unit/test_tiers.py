@@ -243,3 +243,19 @@ def test_without_an_order_or_annotations_a_restore_is_one_step(case):
     plain = [dataclasses.replace(w, tier=None) for w in pending]
     found = in_tiers([restore(w) for w in plain], workloads=[*plain, *around], policies={"p": FLAT}, now=NOW)
     assert len(found.actions) == len(plain) and not found.waits
+
+
+@pytest.mark.parametrize(("restoring", "read"), [
+    pytest.param([{"namespace": "shop-v1", "tier": 1, "since": stamp(30)}], ["shop-v1"], id="a-wait-remembered"),
+    pytest.param([{"namespace": "shop-v9", "tier": 1, "since": stamp(30)}], [], id="another-namespace-waits"),
+    pytest.param([], [], id="no-wait"),
+])
+def test_a_namespace_whose_wait_the_status_remembers_is_read_whole_though_no_record_shows_its_data_tier(
+        restoring, read):
+    """The data-tier object came back at the run before and carries no record now: only the policy's status says
+    that the namespace's apps wait for it, and reading the namespace whole finds it again."""
+    app = frozen("app", ns="shop-v1")
+    chosen = dataclasses.replace(policy("p", "shop-", ["v1"]), status={"restoring": restoring})
+    selection = select_from_workloads([chosen], namespaces=namespaces("shop-v1"), workloads=[app],
+                                      settings=make_settings(), now=NOW)
+    assert namespaces_to_read([app], selection=selection, policies={"p": chosen}) == read

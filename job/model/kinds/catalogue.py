@@ -29,8 +29,10 @@ CATALOGUE_DATA: list[dict[str, Any]] = [
      "precondition": {"path": "status.phase", "equals": "Cluster in healthy state"},
      "ready": {"path": "status.readyInstances", "atLeast": "spec.instances"},
      "tier": "data",
-     "source": "cloudnative-pg/cloudnative-pg docs/src/declarative_hibernation.md: the annotation deletes the "
-               "Pods, primary last, and keeps every PVC; `off` or no annotation brings them back",
+     "source": "cloudnative-pg/cloudnative-pg pkg/reconciler/hibernation/status.go and reconciler.go: the "
+               "annotation sets the condition (DeletingPods, WaitingPodsDeletion, then Hibernated) only from a "
+               "healthy phase or once begun, the Pods are deleted primary first and every PVC kept; `off` or no "
+               "annotation removes the condition and the Pods come back on the kept PVCs",
      "checked": [_CNPG],
      "note": "its /scale subresource refuses 0 instances, so the annotation is the only way down"},
     {"kind": "Pooler.postgresql.cnpg.io", "plural": "poolers", "versions": ["v1"], "freeze": {"method": "scale"},

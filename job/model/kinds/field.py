@@ -62,6 +62,12 @@ class FieldHandler(Served):
         return (f"not frozen: its operator wants {test.path} to be {shown(str(test.equals))} first, and it is "
                 f"{shown(str(at(obj, dotted(test.path))))}")
 
+    @property
+    def settle_within(self) -> float | None:
+        """The seconds its row gives the operator to report it frozen (`frozen.within`), when it names a condition."""
+        frozen = self.row.frozen if self.row else None
+        return frozen.within if frozen is not None and frozen.condition is not None else None
+
     def settled(self, obj: dict[str, Any]) -> str | None:
         """None when the operator reports it frozen (its row's condition, if any); else what it reports."""
         wanted = self.row.frozen.condition if self.row else None

@@ -76,6 +76,9 @@ class KindHandler(RecordedKind, Protocol):
         """Why it may not be frozen now (a precondition its row states), or None."""
     def settled(self, obj: dict[str, Any]) -> str | None:
         """None when the operator reports its freeze done (or its kind has no such report); else what it says."""
+    @property
+    def settle_within(self) -> float | None:
+        """Seconds its operator has, after a freeze, to report it done (`settled`); None: it reports nothing."""
     def available(self, obj: dict[str, Any]) -> bool:
         """Whether its controller reports it available in `status`: what a later restore tier waits for."""
     def pod_template(self, obj: dict[str, Any]) -> tuple[Mapping[str, Any] | None, int]:
@@ -155,6 +158,11 @@ class Served:
 
     def blocked(self, obj: dict[str, Any]) -> str | None:
         """Why it may not be frozen now (a row's precondition: `job.model.kinds.field`), or None."""
+        return None
+
+    @property
+    def settle_within(self) -> float | None:
+        """No operator reports its freeze: done once its Pods are gone (the Pod census)."""
         return None
 
     def settled(self, obj: dict[str, Any]) -> str | None:
