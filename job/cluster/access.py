@@ -8,9 +8,10 @@ request refused with 403. A run that finds nothing to do sends it only if someth
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from job.cluster.kube import Access, Kube
+from job.cluster.kube import Kube
 from job.decide import pods
 from job.errors import ApiError, StartupError
 from job.model import policy as policy_api
@@ -20,6 +21,18 @@ from job.model.kinds import BUILTIN, Kind, KindHandler, RecordedKind
 from job.model.marks import AGGREGATE_LABEL
 from job.model.settings import Settings
 from job.model.workloads import Workload
+
+
+@dataclass(frozen=True)
+class Access:
+    """One permission the job needs: `verb` on `resource` (optionally `resource/subresource`) in `group`."""
+
+    group: str
+    resource: str
+    verb: str
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.resource}{'.' + self.group if self.group else ''}"
 
 CRD_PLURAL = "customresourcedefinitions"
 #: what to do when something nsscaler installs is missing (its CRD, its ClusterRole): the same for either install,

@@ -16,10 +16,7 @@ import json
 import logging
 import os
 import socket
-import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +26,7 @@ from pykube.http import KubernetesHTTPAdapter
 
 from job import __version__
 from job.cluster import answers, kubeconfig, wire
+from job.cluster.counter import RequestCounter
 from job.errors import ApiError, Conflict, StartupError
 from job.model.marks import FIELD_MANAGER
 from job.model.settings import Settings
@@ -58,40 +56,6 @@ class _Retryable(ApiError):
     def __init__(self, status: int, message: str, retry_after: float | None) -> None:
         super().__init__(status, message)
         self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class Access:
-    """One permission the job needs: `verb` on `resource` (optionally `resource/subresource`) in `group`."""
-
-    group: str
-    resource: str
-    verb: str
-
-    def __str__(self) -> str:
-        return f"{self.verb} {self.resource}{'.' + self.group if self.group else ''}"
-
-
-class RequestCounter:
-    """Requests sent, by verb (every attempt counts, retries included); shared by the run's threads."""
-
-    def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        #: answers 429 (API Priority and Fairness had no seat for the request), each retried after Retry-After
-        self.throttled = 0
-
-    def add_throttled(self) -> None:
-        with self._lock:
-            self.throttled += 1
-
-    def add(self, verb: str) -> None:
-        with self._lock:
-            self._counts[verb] += 1
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(sorted(self._counts.items()))
 
 
 def _load_config(settings: Settings, *, in_pod: bool | None = None) -> pykube.KubeConfig:

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from job.cluster.access import required_access
-from job.cluster.kube import Access
+from job.cluster.access import Access, required_access
 from job.decide.actions import Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects
 from job.decide.plan import make_plan
