@@ -46,6 +46,13 @@ PAUSED = _crd(GROUP, "Paused", "pauseds", "v1", replicas_path=None)
 GATED = _crd(GROUP, "Gated", "gateds", "v1", replicas_path=None)
 GATED["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
     "type": "object", "properties": {"mode": {"type": "string", "enum": ["running", "stopped"]}}}
+
+
+def made_up(kind: str, plural: str) -> dict[str, Any]:
+    """A kind made up for a team's row (no /scale, an open spec), in the test group."""
+    return _crd(GROUP, kind, plural, "v1", replicas_path=None)
+
+
 SCALED_OBJECT = _crd("keda.sh", "ScaledObject", "scaledobjects", "v1alpha1", replicas_path=None)
 
 
