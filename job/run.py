@@ -22,7 +22,7 @@ from typing import Any
 
 from job.cluster import calendars as calendar_reads
 from job.cluster import census as census_api
-from job.cluster import lease, own_cronjob, read, routes
+from job.cluster import lease, own_cronjob, read, routes, row_kinds
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
@@ -271,14 +271,15 @@ def _still_waiting(decision: Decision, results: list[ActionResult]) -> frozenset
     return frozenset(w.namespace for w in decision.plan.waits if not w.dry_run and w.namespace not in failed)
 
 
-def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
+def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime, every_row: bool = False) -> Snapshot:
     """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
-    `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
+    `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs.
+    `every_row` (a release): the records of every active row kind too, named by a policy or not."""
     read.server_version(kube)
     every = read.policies(kube, settings)
     leaving = tuple(p for p in every if p.life.deleting)  # held back by a finalizer: they hold nothing
     policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
-    kinds = read.discover(kube, settings, policies)
+    kinds = row_kinds.every_row(kube, settings, policies) if every_row else read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
     policies = calendars.with_calendars(policies, calendar_reads.calendars(kube, policies,
                                                                        namespace=settings.own_namespace))
