@@ -127,8 +127,8 @@ def raise_unless_unreadable(exc: ApiError) -> None:
 
 
 def _serves_team_rows(discovery: Mapping[str, Any]) -> bool:
-    group = next((g for g in discovery.get("items") or []
-                  if (g.get("metadata") or {}).get("name") == rows_api.KIND_GROUP), {})
+    group: Mapping[str, Any] = next((g for g in discovery.get("items") or []
+                                     if (g.get("metadata") or {}).get("name") == rows_api.KIND_GROUP), {})
     return any(r.get("resource") == rows_api.KIND_PLURAL for v in group.get("versions") or []
                if v.get("version") == rows_api.KIND_VERSION for r in v.get("resources") or [])
 

@@ -451,6 +451,31 @@ def _team_kinds(api: AdminApi, prefix: str) -> None:
                     "metadata": {"name": f"{prefix}{kind.lower()}"}, "spec": row})
 
 
+def _nothing_else(nsscaler: Stolen, ns: str) -> None:
+    """Anything else nsscaler's account writes on the team's objects is refused, whatever nsscaler's own marks
+    come with it; on a custom kind nobody has a row for, anything more than a row could write."""
+    paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
+    own = {"nsscaler.wubw.fun/original-value": "false"}
+    refused_by(nsscaler.patch(paused, {"spec": {"image": "evil:1"}, "metadata": {"annotations": own}}),
+               ROW_POLICY)
+    refused_by(nsscaler.patch(paused, {"metadata": {"annotations": {"example.com/hibernation": "on"}}}),
+               ROW_POLICY)
+    refused_by(nsscaler.patch(paused, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
+               ROW_POLICY)
+    sleeper = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/sleepers/x"
+    refused_by(nsscaler.patch(sleeper, {"metadata": {"annotations": {"example.com/other": "x"}}}), ROW_POLICY)
+    refused_by(nsscaler.patch(sleeper, {"spec": {"size": "huge"}}), ROW_POLICY)
+    broker = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/brokers/x"
+    refused_by(nsscaler.patch(broker, {"metadata": {"labels": {"team": "other"}}}), ROW_POLICY)
+    refused_by(nsscaler.patch(broker, {"spec": {"replicas": 9}}), ROW_POLICY)
+    # a custom kind nobody has a row for: at most what any row could change
+    plain = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/plains/x"
+    refused_by(nsscaler.patch(plain, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
+               RUN_POLICY)
+    refused_by(nsscaler.patch(plain, {"metadata": {"labels": {"a": "1", "b": "2"}}}), RUN_POLICY)
+    refused_by(nsscaler.patch(plain, {"spec": {"ports": [1]}}), RUN_POLICY)
+
+
 def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_token_changes_nothing_else(
         api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str) -> None:
     """A platform team's rows as NSScalerKind objects, one freezing by an annotation, one by pausing its operator
@@ -471,11 +496,11 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_tok
                                              "controller": True}]
     api.create(owned)
     before = {kind: api.get(kind, "x", ns) for kind in TEAM_ROWS}
-    paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
     try:
         wait_until(lambda: any("brokers" in r.get("resources", [])
                                for r in api.get("ClusterRole", "nsscaler")["rules"]),
                    what="the team's rules folded into nsscaler's ClusterRole")
+        paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
         wait_until(lambda: nsscaler.patch(paused, {"spec": {"image": "evil:1"}}, dry_run=True).status_code == 403,
                    what=f"{ROW_POLICY} to take effect with the team's rows")
         api.create(builders.nsscaler(name, prefix, [], kinds=[row["kind"] for row in TEAM_ROWS.values()]))
@@ -485,26 +510,7 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_tok
         assert api.get("Sleeper", "x", ns)["metadata"]["annotations"]["example.com/hibernation"] == "on"
         assert api.get("Broker", "x", ns)["metadata"]["labels"]["example.com/paused"] == "true"
         assert api.replicas("StatefulSet", ns, "x-server") == 0
-        # anything else, on each kind, whatever nsscaler's own marks come with it
-        own = {"nsscaler.wubw.fun/original-value": "false"}
-        refused_by(nsscaler.patch(paused, {"spec": {"image": "evil:1"}, "metadata": {"annotations": own}}),
-                   ROW_POLICY)
-        refused_by(nsscaler.patch(paused, {"metadata": {"annotations": {"example.com/hibernation": "on"}}}),
-                   ROW_POLICY)
-        refused_by(nsscaler.patch(paused, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
-                   ROW_POLICY)
-        sleeper = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/sleepers/x"
-        refused_by(nsscaler.patch(sleeper, {"metadata": {"annotations": {"example.com/other": "x"}}}), ROW_POLICY)
-        refused_by(nsscaler.patch(sleeper, {"spec": {"size": "huge"}}), ROW_POLICY)
-        broker = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/brokers/x"
-        refused_by(nsscaler.patch(broker, {"metadata": {"labels": {"team": "other"}}}), ROW_POLICY)
-        refused_by(nsscaler.patch(broker, {"spec": {"replicas": 9}}), ROW_POLICY)
-        # a custom kind nobody has a row for: at most what any row could change
-        plain = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/plains/x"
-        refused_by(nsscaler.patch(plain, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
-                   RUN_POLICY)
-        refused_by(nsscaler.patch(plain, {"metadata": {"labels": {"a": "1", "b": "2"}}}), RUN_POLICY)
-        refused_by(nsscaler.patch(plain, {"spec": {"ports": [1]}}), RUN_POLICY)
+        _nothing_else(nsscaler, ns)
         api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1"]}})
         back = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
         assert back.exit_code == 0, back.stderr
