@@ -20,6 +20,11 @@ Rules:
 4. `nsscaler release` lifts every mark (`lifted`), before it gives anything back.
 5. Lifts come first among the marks, and the marks before every other write of the run: a Wake's namespace opens
    to its people at once, and a restore is never sent while its namespace is still marked by this run.
+6. The opt-out's names are bounded (`MAX_EXCLUDED_CHARS`, so the mark stays well inside the 256 KiB a Namespace's
+   annotations may take): past the bound the first names in order are kept, and the mark says how many it left
+   out (`Mark.left_out`, logged when the mark is written). Those workloads are still let by on the object (their
+   own annotation), not through `/scale`: the hold never opens for more than it names, and the opt-out never
+   breaks silently.
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ class Mark:
 
     namespace: str
     pairs: tuple[tuple[str, str], ...]
+    #: rule 6: the opted-out workloads the mark could not name (they scale on the object, not through /scale)
+    left_out: tuple[str, ...] = ()
 
     @property
     def lifted(self) -> bool:
@@ -137,6 +144,22 @@ def excluded(workloads: Iterable[Workload]) -> dict[str, list[str]]:
     return {ns: sorted(names) for ns, names in out.items()}
 
 
+#: rule 6: at most this many characters of names in `ANNOTATION_HOLD_EXCLUDED` (about 1,300 names of 25 characters)
+MAX_EXCLUDED_CHARS = 32 * 1024
+
+
+def bounded(opted_out: Sequence[str], limit: int = MAX_EXCLUDED_CHARS) -> tuple[list[str], list[str]]:
+    """Rule 6: the names the mark carries (the first in order whose padded text fits `limit`), and those left out."""
+    kept: list[str] = []
+    size = 1  # the leading space
+    for index, name in enumerate(opted_out):
+        if size + len(name) + 1 > limit:
+            return kept, list(opted_out[index:])
+        kept.append(name)
+        size += len(name) + 1
+    return kept, []
+
+
 def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetime | None,
            hosts: Sequence[str] = (), account: str = "", opted_out: Sequence[str] = ()) -> Pairs:
     """Rule 1: the mark `namespace` should carry; `hosts`: the hostnames of its routes, where a person opens it;
@@ -154,8 +177,9 @@ def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetim
     pairs = {LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: said, ANNOTATION_HOLD_KINDS: kinds_words(verdict.holders)}
     if account:
         pairs[ANNOTATION_HOLD_ACCOUNT] = account
-    if opted_out:  # padded like the kinds: the policy matches one with `contains(' deployments.apps/web ')`
-        pairs[ANNOTATION_HOLD_EXCLUDED] = f" {' '.join(opted_out)} "
+    named, _ = bounded(opted_out)
+    if named:  # padded like the kinds: the policy matches one with `contains(' deployments.apps/web ')`
+        pairs[ANNOTATION_HOLD_EXCLUDED] = f" {' '.join(named)} "
     return tuple(sorted(pairs.items()))
 
 
@@ -172,7 +196,8 @@ def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: 
     `hosts`: per namespace, the hostnames of its routes (`job.decide.routes.hosts`); `opted_out`: per namespace,
     its excluded workloads (`excluded`)."""
     found, out_of = hosts or {}, opted_out or {}
-    out = [Mark(ns.name, want) for ns in namespaces if not ns.terminating
+    out = [Mark(ns.name, want, tuple(bounded(out_of.get(ns.name, ()))[1]) if want else ())
+           for ns in namespaces if not ns.terminating
            and (want := wanted(ns, selection, now=now, hosts=found.get(ns.name, ()), account=account,
                                opted_out=out_of.get(ns.name, ()))) != ns.hold]
     return sorted(out, key=lambda m: (not m.lifted, m.namespace))

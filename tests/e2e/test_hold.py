@@ -21,6 +21,7 @@ import yaml
 from devtools import builders, hold_admission, team_hold
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
+from job.decide import hold as hold_api
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
@@ -629,3 +630,39 @@ def test_a_team_s_rows_given_as_chart_values_are_held_between_runs(
         api.delete("NSScaler", name)
         for row in rows:
             api.delete("NSScalerKind", row["metadata"]["name"])
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_past_the_bound_of_the_opt_out_s_names_the_run_says_so_and_the_hold_opens_for_no_more(
+        api: AdminApi, as_nsscaler: Any, prefix: str, editor: Editor) -> None:
+    """More opted-out workloads than the mark may name (`hold.MAX_EXCLUDED_CHARS` of names): the mark keeps the
+    first in order and stays inside the Namespace's annotation budget; the run says, once (when it writes the
+    mark), how many it left out. A named one scales through /scale; one past the bound is refused there (the hold
+    never opens for what it does not name) and still scales on the object (its own annotation)."""
+    _, held = family(api, prefix, editor)
+    long = "k" * 230
+    count = hold_api.MAX_EXCLUDED_CHARS // (len("deployments.apps/") + len(long) + 5) + 2
+    names = [f"{long}-{i:03}" for i in range(count)]
+    for n in names:  # a label value is at most 63 characters: the long name stays out of the labels
+        made = builders.deployment(held, n, 0, annotations={ANNOTATION_EXCLUDE: "true"})
+        made["spec"]["selector"] = {"matchLabels": {"app": "many"}}
+        made["spec"]["template"]["metadata"]["labels"] = {"app": "many"}
+        api.create(made)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    carried = api.get("Namespace", held)["metadata"]["annotations"][ANNOTATION_HOLD_EXCLUDED]
+    assert 0 < len(carried) <= hold_api.MAX_EXCLUDED_CHARS
+    named = [n.removeprefix("deployments.apps/") for n in carried.split()]
+    assert named == names[:len(named)] and len(named) < count
+    assert frozen.stderr.count(f"{count - len(named)} workloads annotated {ANNOTATION_EXCLUDE} are past the bound") \
+        == 1, frozen.stderr
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+
+    passed(editor.kubectl("scale", f"deployment/{names[0]}", "--replicas=1", "-n", held))
+    refused(editor.kubectl("scale", f"deployment/{names[-1]}", "--replicas=1", "-n", held), ns=held, policy=name)
+    passed(editor.kubectl("patch", f"deployment/{names[-1]}", "-n", held, "--type=merge", "-p",
+                          '{"spec":{"replicas":1}}'))
+    steady = as_nsscaler()
+    assert steady.exit_code == 0 and "past the bound" not in steady.stderr, steady.stderr
