@@ -42,6 +42,7 @@ from job.errors import EXIT_LEASE_HELD, ApiError
 from job.model import calendars
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN
+from job.model.kinds.rows import Row, read_rows
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.snapshot import Snapshot
@@ -213,7 +214,13 @@ def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, n
     return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now, hosts=hosts,
                                                   account=hold.account_of(settings.own_namespace,
                                                                           settings.own_service_account),
-                                                  opted_out=hold.excluded(snapshot.workloads))
+                                                  opted_out=hold.excluded(snapshot.workloads),
+                                                  not_held=hold.unheld(snapshot.workloads, _file_rows(settings)))
+
+
+def _file_rows(settings: Settings) -> list[Row]:
+    """The rows of `--kind-rows` (read again: a file, no request; its problems were said at discovery)."""
+    return read_rows(settings.kind_rows)[0] if settings.kind_rows is not None else []
 
 
 def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,

@@ -38,6 +38,13 @@ def write_marks(kube: Kube, marks: Sequence[Mark], *, dry_run: bool,
             continue
         log.info("%s: hold %s", mark.namespace, mark.mode,
                  extra={"event": "hold", "namespace": mark.namespace, "hold": mark.mode})
+        if mark.unheld:
+            log.warning("%s: held, but its %s are not held between runs (no catalogue row and no NSScalerKind for "
+                        "them: a row only in --kind-rows, or a plain /scale kind): anyone who may edit them can start "
+                        "them again until the next run; give their rows as NSScalerKinds to hold them",
+                        mark.namespace, ", ".join(mark.unheld),
+                        extra={"event": "hold-unheld-kinds", "namespace": mark.namespace,
+                               "kinds": list(mark.unheld)})
         if mark.left_out:
             log.warning("%s: %d workloads annotated %s are past the bound of the hold's list of them (%s ...): while "
                         "held they scale on the object (kubectl patch, apply), not through /scale (kubectl scale, "

@@ -25,6 +25,9 @@ Rules:
    out (`Mark.left_out`, logged when the mark is written). Those workloads are still let by on the object (their
    own annotation), not through `/scale`: the hold never opens for more than it names, and the opt-out never
    breaks silently.
+7. A held namespace holding objects of a custom kind the hold does not cover between runs (no catalogue row and
+   no NSScalerKind: a plain /scale kind, or a row given only in a `--kind-rows` file, which the API server cannot
+   read) is said once, when its mark is written (`Mark.unheld`, logged by the writer).
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class Mark:
     pairs: tuple[tuple[str, str], ...]
     #: rule 6: the opted-out workloads the mark could not name (they scale on the object, not through /scale)
     left_out: tuple[str, ...] = ()
+    #: rule 7: the kinds of its objects the hold does not cover between runs
+    unheld: tuple[str, ...] = ()
 
     @property
     def lifted(self) -> bool:
@@ -144,6 +149,21 @@ def excluded(workloads: Iterable[Workload]) -> dict[str, list[str]]:
     return {ns: sorted(names) for ns, names in out.items()}
 
 
+def unheld(workloads: Iterable[Workload], file_rows: Iterable[object] = ()) -> dict[str, list[str]]:
+    """Rule 7: per namespace, the custom kinds of its workloads that no hold policy covers between runs: outside
+    the catalogue (`HELD_RESOURCES`), and frozen by no row or by a row of the `--kind-rows` file (`file_rows`, the
+    rows read from it: one equal to the workload's row came from there)."""
+    from_file = list(file_rows)
+    out: dict[str, set[str]] = {}
+    for w in workloads:
+        if w.kind in HELD_RESOURCES or w.handler is None:
+            continue
+        row = getattr(w.handler, "row", None)
+        if row is None or row in from_file:
+            out.setdefault(w.namespace, set()).add(str(w.kind))
+    return {ns: sorted(kinds) for ns, kinds in out.items()}
+
+
 #: rule 6: at most this many characters of names in `ANNOTATION_HOLD_EXCLUDED` (about 1,300 names of 25 characters)
 MAX_EXCLUDED_CHARS = 32 * 1024
 
@@ -191,12 +211,14 @@ def account_of(own_namespace: str | None, name: str = ACCOUNT) -> str:
 
 def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: dt.datetime | None,
           hosts: Mapping[str, Sequence[str]] | None = None, account: str = "",
-          opted_out: Mapping[str, Sequence[str]] | None = None) -> list[Mark]:
+          opted_out: Mapping[str, Sequence[str]] | None = None,
+          not_held: Mapping[str, Sequence[str]] | None = None) -> list[Mark]:
     """Rules 1 to 3: the marks a run writes, lifts first (a Wake's namespace opens before anything else is sent).
     `hosts`: per namespace, the hostnames of its routes (`job.decide.routes.hosts`); `opted_out`: per namespace,
-    its excluded workloads (`excluded`)."""
-    found, out_of = hosts or {}, opted_out or {}
-    out = [Mark(ns.name, want, tuple(bounded(out_of.get(ns.name, ()))[1]) if want else ())
+    its excluded workloads (`excluded`); `not_held`: per namespace, the kinds the hold does not cover (`unheld`)."""
+    found, out_of, loose = hosts or {}, opted_out or {}, not_held or {}
+    out = [Mark(ns.name, want, tuple(bounded(out_of.get(ns.name, ()))[1]) if want else (),
+                tuple(loose.get(ns.name, ())) if want else ())
            for ns in namespaces if not ns.terminating
            and (want := wanted(ns, selection, now=now, hosts=found.get(ns.name, ()), account=account,
                                opted_out=out_of.get(ns.name, ()))) != ns.hold]
