@@ -9,9 +9,9 @@ but for nsscaler's own annotations and labels (`nsscaler.wubw.fun/...`) and what
 (resourceVersion, generation, managedFields). The writes that are not workloads (the routes, the statuses, the
 Lease, Events, ReferenceGrants, the access reviews, a release's suspension of nsscaler's own CronJob) are rows
 here too, each naming the module that sends them.
-A custom kind (`<Kind>.<group>` with a /scale subresource) may change only whole numbers in its spec, never a
-Pod template; a kind of the shipped catalogue frozen by one field or annotation (`job.model.kinds.catalogue`)
-may change only that field or annotation.
+A kind of the shipped catalogue frozen by one field or annotation (`job.model.kinds.catalogue`) may change only
+that field or annotation; any other custom kind only what a row can change, and a kind a team adds as an
+NSScalerKind exactly what its row changes (`devtools.row_admission`, a second policy in the same file).
 
 The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
 whichever namespace it is installed in); nobody else is affected.
@@ -276,18 +276,19 @@ def _numbers_only(new: str, old: str, depth: int) -> str:
 
 def custom_validation(known: list[Row]) -> dict[str, str]:
     """Any other resource: Kubernetes' own are refused; a custom kind's (its group has a dot and is no
-    `*.k8s.io`) may change only whole numbers in its spec (its replica field, wherever its CRD puts it)."""
+    `*.k8s.io`) may change only what a row can change (`devtools.row_admission.bounded_custom`: single values of
+    its spec, never a Pod template, one annotation and one label not nsscaler's own); the kinds a team has an
+    NSScalerKind for are held to exactly their row by the second policy (`devtools.row_admission.policy`)."""
+    from devtools import row_admission  # noqa: PLC0415  (it builds on this module's words)
+
     listed = " || ".join(f"({_is(r)})" for r in known)
     custom = (f"!({GROUP} in {list(_CORE_GROUPS)}) && !{GROUP}.endsWith('k8s.io') "
               f"&& {SUB} == ''")
-    row = Row("", "", {}, says="")
-    body = (f"({same('dyn(object)', 'dyn(oldObject)', {'metadata': None, 'spec': None})}) && "
-            f"({metadata_kept(row)}) && "
-            f"{_numbers_only(_get('dyn(object)', 'spec'), _get('dyn(oldObject)', 'spec'), 3)}")
     return _validation(
-        f"request.operation != 'UPDATE' || {listed} || ({custom} && {body})",
+        f"request.operation != 'UPDATE' || {listed} || ({custom} && {row_admission.bounded_custom()})",
         "nsscaler updates only the kinds it freezes, the routes, its own statuses and Lease; on a custom kind "
-        "only whole numbers of its spec (its replica count), never a Pod template")
+        "only single values of its spec (never a Pod template), one annotation and one label besides its own "
+        f"({DOMAIN}/...)")
 
 
 def request_validations() -> list[dict[str, str]]:
@@ -345,7 +346,9 @@ _HEADER = """\
 
 
 def rendered() -> str:
-    return _HEADER + yaml.safe_dump_all(policy(), sort_keys=False, width=120)
+    from devtools import row_admission  # noqa: PLC0415  (it builds on this module's words)
+
+    return _HEADER + yaml.safe_dump_all([*policy(), *row_admission.policy()], sort_keys=False, width=120)
 
 
 def main(argv: list[str] | None = None) -> int:

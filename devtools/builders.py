@@ -43,6 +43,8 @@ _PATHS = {
     "Plain": ("/apis/test.nsscaler.io/v1", "plains", True),
     "Paused": ("/apis/test.nsscaler.io/v1", "pauseds", True),
     "Gated": ("/apis/test.nsscaler.io/v1", "gateds", True),
+    "Sleeper": ("/apis/test.nsscaler.io/v1", "sleepers", True),
+    "Broker": ("/apis/test.nsscaler.io/v1", "brokers", True),
     # operator kinds of the shipped catalogue (job/model/kinds/catalogue.py), served from their real CRDs
     "Cluster": ("/apis/postgresql.cnpg.io/v1", "clusters", True),
     "Pooler": ("/apis/postgresql.cnpg.io/v1", "poolers", True),

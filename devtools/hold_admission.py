@@ -20,7 +20,9 @@ Creating is checked for every kind that starts Pods, whatever the namespace's ho
 an unsuspend, the key removed); on a kind the holders freeze (the `hold-kinds` mark) a count may not rise at all.
 A workload of a kind the holders leave that runs already may grow (an HPA). An excluded workload's /scale is let
 by through the names in the namespace's `hold-excluded` mark (a Scale carries no annotation).
-A kind no catalogue row ships (a team's runtime rows, any other custom kind) is not held between runs.
+A kind a platform team adds as an NSScalerKind (the chart's `kindRows` too) is held by a second policy in the
+same file that reads the NSScalerKinds themselves (`devtools.team_hold`); any other custom kind, and a row given
+only in a `--kind-rows` file, is not held between runs.
 
 Who passes anyway: nsscaler's own ServiceAccount (its restores), the one the namespace's mark names (never
 another ServiceAccount of the same name, which a namespace admin could make and bind), a cluster admin
@@ -372,4 +374,6 @@ _HEADER = """\
 
 
 def rendered() -> str:
-    return _HEADER + yaml.safe_dump_all(policy(), sort_keys=False, width=120)
+    from devtools import team_hold  # noqa: PLC0415  (it builds on this module's rules)
+
+    return _HEADER + yaml.safe_dump_all([*policy(), *team_hold.policy()], sort_keys=False, width=120)

@@ -62,7 +62,7 @@ class ReleaseReport:
 def _released(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
     """What the run reads (the policies as they are decide what is read: their custom kinds, their families),
     with the policies then released."""
-    snapshot = read_snapshot(kube, settings, now=now)
+    snapshot = read_snapshot(kube, settings, now=now, every_row=True)
     if snapshot.forbidden:  # what it cannot read it cannot give back: said, as any missing permission (exit 2)
         raise StartupError("; ".join(snapshot.forbidden))
     wait = dt.timedelta(seconds=settings.restore_wait_in_run)

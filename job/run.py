@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from job import findings
 from job.cluster import calendars as calendar_reads
 from job.cluster import census as census_api
-from job.cluster import lease, own_cronjob, read, routes, syncs
+from job.cluster import lease, own_cronjob, read, routes, row_kinds, syncs
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
@@ -42,6 +43,7 @@ from job.errors import EXIT_LEASE_HELD, ApiError
 from job.model import calendars
 from job.model import policy as policy_api
 from job.model.kinds import BUILTIN
+from job.model.kinds.rows import Row, read_rows
 from job.model.policy import InvalidPolicy, Policy
 from job.model.settings import Settings
 from job.model.snapshot import Snapshot
@@ -175,7 +177,7 @@ def _run(kube: Kube, settings: Settings, *, now: dt.datetime, run_lease: lease.R
         stages.done("look_again")
         report = replace(report, policies=_report(kube, outcomes, results, decision=decision, settings=settings,
                                                   now=now, writes=run_lease.lost is None))
-        _log_findings(decision, outcomes)
+        findings.log_findings(decision, outcomes)
         stages.done("report")
     finally:
         run_lease.give_back()  # before the counts: what the Lease cost is part of the run's requests
@@ -213,7 +215,13 @@ def _hold_marks(snapshot: Snapshot, decision: Decision, *, settings: Settings, n
     return [] if settings.dry_run else hold.marks(snapshot.namespaces, decision.plan.selection, now=now, hosts=hosts,
                                                   account=hold.account_of(settings.own_namespace,
                                                                           settings.own_service_account),
-                                                  opted_out=hold.excluded(snapshot.workloads))
+                                                  opted_out=hold.excluded(snapshot.workloads),
+                                                  not_held=hold.unheld(snapshot.workloads, _file_rows(settings)))
+
+
+def _file_rows(settings: Settings) -> list[Row]:
+    """The rows of `--kind-rows` (read again: a file, no request; its problems were said at discovery)."""
+    return read_rows(settings.kind_rows)[0] if settings.kind_rows is not None else []
 
 
 def _decided(kube: Kube, snapshot: Snapshot, *, settings: Settings, now: dt.datetime,
@@ -271,14 +279,15 @@ def _still_waiting(decision: Decision, results: list[ActionResult]) -> frozenset
     return frozenset(w.namespace for w in decision.plan.waits if not w.dry_run and w.namespace not in failed)
 
 
-def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime) -> Snapshot:
+def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime, every_row: bool = False) -> Snapshot:
     """The first read: policies, kinds, access, namespaces and workloads, each read the cheapest way the pure
-    `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs."""
+    `job.decide.reads` and `job.decide.listing` say; whole objects only for the workloads a decision needs.
+    `every_row` (a release): the records of every active row kind too, named by a policy or not."""
     read.server_version(kube)
     every = read.policies(kube, settings)
     leaving = tuple(p for p in every if p.life.deleting)  # held back by a finalizer: they hold nothing
     policies: Sequence[Policy | InvalidPolicy] = [p for p in every if not p.life.deleting]
-    kinds = read.discover(kube, settings, policies)
+    kinds = row_kinds.every_row(kube, settings, policies) if every_row else read.discover(kube, settings, policies)
     policies = policy_api.without_unknown_kinds(policies, kinds.unknown)
     policies = calendars.with_calendars(policies, calendar_reads.calendars(kube, policies,
                                                                        namespace=settings.own_namespace))
@@ -371,28 +380,3 @@ def _report(kube: Kube, outcomes: list[PolicyOutcome], results: list[ActionResul
         send_events(kube, events_api.of_run(results, outcomes, settings=settings,
                                             wakes=[verdict for verdict, _ in changed]), now=now)
     return outcomes
-
-
-def _log_waits(decision: Decision) -> None:
-    for w in decision.plan.waits:
-        log.info("%s: restore tier %d (%d workloads) waits for %s, at most until %s", w.namespace, w.tier, w.pending,
-                 ", ".join(w.waiting_for) or "the earlier tiers", w.until.isoformat(),
-                 extra={"event": "tier-waiting", "policy": w.policy, "namespace": w.namespace, "tier": w.tier})
-
-
-def _log_findings(decision: Decision, outcomes: Sequence[PolicyOutcome]) -> None:
-    """The decision's problems, the tiers that wait, and the GitOps syncs the hold refused (each run, as long as
-    they are refused: the Event is said once, the log line every run, like a status)."""
-    _log_problems(decision)
-    _log_waits(decision)
-    for r in (r for o in outcomes for r in o.syncs_refused):
-        a = r.attempt
-        log.warning(r.message, extra={"event": "sync-refused", "policy": r.policy, "namespace": r.namespace,
-                                      "gitops": a.kind.tool, "object": a.ref, "revision": a.revision})
-
-
-def _log_problems(decision: Decision) -> None:
-    for problem in decision.problems:
-        log.error(problem.message, extra={"event": "problem", "policy": problem.policy})
-    if decision.plan.cap_message:
-        log.error(decision.plan.cap_message, extra={"event": "cap-exceeded"})

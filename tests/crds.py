@@ -46,6 +46,13 @@ PAUSED = _crd(GROUP, "Paused", "pauseds", "v1", replicas_path=None)
 GATED = _crd(GROUP, "Gated", "gateds", "v1", replicas_path=None)
 GATED["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
     "type": "object", "properties": {"mode": {"type": "string", "enum": ["running", "stopped"]}}}
+
+
+def made_up(kind: str, plural: str) -> dict[str, Any]:
+    """A kind made up for a team's row (no /scale, an open spec), in the test group."""
+    return _crd(GROUP, kind, plural, "v1", replicas_path=None)
+
+
 SCALED_OBJECT = _crd("keda.sh", "ScaledObject", "scaledobjects", "v1alpha1", replicas_path=None)
 
 
@@ -75,3 +82,13 @@ def install(api: AdminApi, crds: list[dict[str, Any]]) -> None:
         if not api.exists("CustomResourceDefinition", name):
             api.create(crd)
         wait_until(lambda name=name: api.crd_established(name), timeout=30, what=f"CRD {name}")
+        wait_until(lambda crd=crd: _listed(api, crd), timeout=60, what=f"the objects of CRD {name} listed")
+
+
+def _listed(api: AdminApi, crd: dict[str, Any]) -> bool:
+    """A LIST by label of the CRD's objects is answered: established comes before the API server's cache of a new
+    kind is ready, and until then such a LIST answers 429 ("storage is (re)initializing")."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served"))
+    url = f"{api.plane.server}/apis/{spec['group']}/{version}/{spec['names']['plural']}"
+    return api.http.get(url, params={"labelSelector": "nsscaler.wubw.fun/scaled=true"}, timeout=30).status_code == 200

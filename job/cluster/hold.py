@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from job.cluster.kube import Kube
 from job.decide.hold import Mark
 from job.errors import ApiError
+from job.model.marks import ANNOTATION_EXCLUDE
 
 log = logging.getLogger(__name__)
 
@@ -37,4 +38,18 @@ def write_marks(kube: Kube, marks: Sequence[Mark], *, dry_run: bool,
             continue
         log.info("%s: hold %s", mark.namespace, mark.mode,
                  extra={"event": "hold", "namespace": mark.namespace, "hold": mark.mode})
+        if mark.unheld:
+            log.warning("%s: held, but its %s are not held between runs (no catalogue row and no NSScalerKind for "
+                        "them: a row only in --kind-rows, or a plain /scale kind): anyone who may edit them can start "
+                        "them again until the next run; give their rows as NSScalerKinds to hold them",
+                        mark.namespace, ", ".join(mark.unheld),
+                        extra={"event": "hold-unheld-kinds", "namespace": mark.namespace,
+                               "kinds": list(mark.unheld)})
+        if mark.left_out:
+            log.warning("%s: %d workloads annotated %s are past the bound of the hold's list of them (%s ...): while "
+                        "held they scale on the object (kubectl patch, apply), not through /scale (kubectl scale, "
+                        "an HPA); fewer opted-out workloads in one namespace lift the bound", mark.namespace,
+                        len(mark.left_out), ANNOTATION_EXCLUDE, ", ".join(mark.left_out[:3]),
+                        extra={"event": "hold-excluded-bound", "namespace": mark.namespace,
+                               "left_out": len(mark.left_out)})
     return problems

@@ -20,6 +20,14 @@ Rules:
 4. `nsscaler release` lifts every mark (`lifted`), before it gives anything back.
 5. Lifts come first among the marks, and the marks before every other write of the run: a Wake's namespace opens
    to its people at once, and a restore is never sent while its namespace is still marked by this run.
+6. The opt-out's names are bounded (`MAX_EXCLUDED_CHARS`, so the mark stays well inside the 256 KiB a Namespace's
+   annotations may take): past the bound the first names in order are kept, and the mark says how many it left
+   out (`Mark.left_out`, logged when the mark is written). Those workloads are still let by on the object (their
+   own annotation), not through `/scale`: the hold never opens for more than it names, and the opt-out never
+   breaks silently.
+7. A held namespace holding objects of a custom kind the hold does not cover between runs (no catalogue row and
+   no NSScalerKind: a plain /scale kind, or a row given only in a `--kind-rows` file, which the API server cannot
+   read) is said once, when its mark is written (`Mark.unheld`, logged by the writer).
 """
 
 from __future__ import annotations
@@ -60,6 +68,10 @@ class Mark:
 
     namespace: str
     pairs: tuple[tuple[str, str], ...]
+    #: rule 6: the opted-out workloads the mark could not name (they scale on the object, not through /scale)
+    left_out: tuple[str, ...] = ()
+    #: rule 7: the kinds of its objects the hold does not cover between runs
+    unheld: tuple[str, ...] = ()
 
     @property
     def lifted(self) -> bool:
@@ -167,6 +179,37 @@ def holding_policy(selection: Selection | None, namespace: str) -> Policy | None
     return None if policy.spec.hold == OFF or policy.spec.dry_run else policy
 
 
+def unheld(workloads: Iterable[Workload], file_rows: Iterable[object] = ()) -> dict[str, list[str]]:
+    """Rule 7: per namespace, the custom kinds of its workloads that no hold policy covers between runs: outside
+    the catalogue (`HELD_RESOURCES`), and frozen by no row or by a row of the `--kind-rows` file (`file_rows`, the
+    rows read from it: one equal to the workload's row came from there)."""
+    from_file = list(file_rows)
+    out: dict[str, set[str]] = {}
+    for w in workloads:
+        if w.kind in HELD_RESOURCES or w.handler is None:
+            continue
+        row = getattr(w.handler, "row", None)
+        if row is None or row in from_file:
+            out.setdefault(w.namespace, set()).add(str(w.kind))
+    return {ns: sorted(kinds) for ns, kinds in out.items()}
+
+
+#: rule 6: at most this many characters of names in `ANNOTATION_HOLD_EXCLUDED` (about 1,300 names of 25 characters)
+MAX_EXCLUDED_CHARS = 32 * 1024
+
+
+def bounded(opted_out: Sequence[str], limit: int = MAX_EXCLUDED_CHARS) -> tuple[list[str], list[str]]:
+    """Rule 6: the names the mark carries (the first in order whose padded text fits `limit`), and those left out."""
+    kept: list[str] = []
+    size = 1  # the leading space
+    for index, name in enumerate(opted_out):
+        if size + len(name) + 1 > limit:
+            return kept, list(opted_out[index:])
+        kept.append(name)
+        size += len(name) + 1
+    return kept, []
+
+
 def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetime | None,
            hosts: Sequence[str] = (), account: str = "", opted_out: Sequence[str] = ()) -> Pairs:
     """Rule 1: the mark `namespace` should carry; `hosts`: the hostnames of its routes, where a person opens it;
@@ -182,8 +225,9 @@ def wanted(namespace: Namespace, selection: Selection | None, *, now: dt.datetim
     pairs = {LABEL_HOLD: policy.spec.hold, ANNOTATION_HOLD: said, ANNOTATION_HOLD_KINDS: kinds_words(verdict.holders)}
     if account:
         pairs[ANNOTATION_HOLD_ACCOUNT] = account
-    if opted_out:  # padded like the kinds: the policy matches one with `contains(' deployments.apps/web ')`
-        pairs[ANNOTATION_HOLD_EXCLUDED] = f" {' '.join(opted_out)} "
+    named, _ = bounded(opted_out)
+    if named:  # padded like the kinds: the policy matches one with `contains(' deployments.apps/web ')`
+        pairs[ANNOTATION_HOLD_EXCLUDED] = f" {' '.join(named)} "
     return tuple(sorted(pairs.items()))
 
 
@@ -195,12 +239,15 @@ def account_of(own_namespace: str | None, name: str = ACCOUNT) -> str:
 
 def marks(namespaces: Iterable[Namespace], selection: Selection | None, *, now: dt.datetime | None,
           hosts: Mapping[str, Sequence[str]] | None = None, account: str = "",
-          opted_out: Mapping[str, Sequence[str]] | None = None) -> list[Mark]:
+          opted_out: Mapping[str, Sequence[str]] | None = None,
+          not_held: Mapping[str, Sequence[str]] | None = None) -> list[Mark]:
     """Rules 1 to 3: the marks a run writes, lifts first (a Wake's namespace opens before anything else is sent).
     `hosts`: per namespace, the hostnames of its routes (`job.decide.routes.hosts`); `opted_out`: per namespace,
-    its excluded workloads (`excluded`)."""
-    found, out_of = hosts or {}, opted_out or {}
-    out = [Mark(ns.name, want) for ns in namespaces if not ns.terminating
+    its excluded workloads (`excluded`); `not_held`: per namespace, the kinds the hold does not cover (`unheld`)."""
+    found, out_of, loose = hosts or {}, opted_out or {}, not_held or {}
+    out = [Mark(ns.name, want, tuple(bounded(out_of.get(ns.name, ()))[1]) if want else (),
+                tuple(loose.get(ns.name, ())) if want else ())
+           for ns in namespaces if not ns.terminating
            and (want := wanted(ns, selection, now=now, hosts=found.get(ns.name, ()), account=account,
                                opted_out=out_of.get(ns.name, ()))) != ns.hold]
     return sorted(out, key=lambda m: (not m.lifted, m.namespace))

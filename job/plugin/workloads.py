@@ -4,9 +4,10 @@ it can freeze, and what still runs.
 The built-in kinds come from the registry (`job.model.kinds.BUILTIN`). Custom kinds come from the API's
 discovery, not from the policies and their CRDs as in a run: the people who read a namespace's status usually
 may read neither NSScalers nor CRDs (both cluster-scoped), while discovery is open to every authenticated user
-and also names a kind no policy lists any more whose objects still carry a record. A kind nsscaler can freeze
-has a `/scale` subresource, and its frozen objects carry `LABEL_SCALED`, so one LIST by label per such kind
-finds them."""
+and also names a kind no policy lists any more whose objects still carry a record. A custom kind nsscaler can
+freeze has a `/scale` subresource or a row (`job.model.kinds.rows`): one of the shipped catalogue's, known here
+without a request, or a platform team's NSScalerKind, read where the user may list them (else said, as any kind
+the user may not read). Its frozen objects carry `LABEL_SCALED`, so one LIST by label per such kind finds them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from typing import Any
 from job.cluster.kube import Kube
 from job.errors import ApiError
 from job.model.kinds import BUILTIN, Kind
+from job.model.kinds import rows as rows_api
+from job.model.kinds.catalogue import CATALOGUE
 from job.model.marks import ANNOTATION_SCALED_BY, LABEL_SCALED, SCALED_SELECTOR
 
 #: the kind of an aggregated discovery document (`Kube.discovery`); an older server sends a plain group list
@@ -36,9 +39,16 @@ class Served:
 BUILTIN_SERVED = tuple(Served(str(kind), h.api_version, h.plural) for kind, h in BUILTIN.items())
 
 
-def scalable_custom_kinds(discovery: Mapping[str, Any]) -> list[Served]:
-    """The namespaced kinds with a `/scale` subresource that are not built in, in their preferred version (the
-    first that discovery lists), from an aggregated discovery document; none from an older server's."""
+#: the kinds of the shipped catalogue's rows, frozen with or without a `/scale` subresource
+CATALOGUE_KINDS = frozenset(str(row.kind) for row in CATALOGUE)
+#: what the listing says when the user may not list the NSScalerKinds
+NO_TEAM_ROWS = "NSScalerKinds (so a team's row kind without /scale)"
+
+
+def scalable_custom_kinds(discovery: Mapping[str, Any], rows: frozenset[str] = frozenset()) -> list[Served]:
+    """The namespaced kinds that are not built in and have a `/scale` subresource or a row (`rows`: kinds as a
+    policy names them), in their preferred version (the first that discovery lists), from an aggregated
+    discovery document; none from an older server's."""
     if discovery.get("kind") != _AGGREGATED:
         return []
     builtin = {(h.group, h.plural) for h in BUILTIN.values()}
@@ -48,11 +58,11 @@ def scalable_custom_kinds(discovery: Mapping[str, Any]) -> list[Served]:
         for version in group.get("versions") or []:
             for r in version.get("resources") or []:
                 key = (name, str(r.get("resource")))
-                scalable = any(s.get("subresource") == "scale" for s in r.get("subresources") or [])
+                kind = f"{(r.get('responseKind') or {}).get('kind')}.{name}"
+                scalable = any(s.get("subresource") == "scale" for s in r.get("subresources") or []) or kind in rows
                 if (scalable and name and r.get("scope") == "Namespaced" and "list" in (r.get("verbs") or [])
                         and key not in builtin and key not in found):
-                    kind = (r.get("responseKind") or {}).get("kind")
-                    found[key] = Served(f"{kind}.{name}", f"{name}/{version.get('version')}", key[1])
+                    found[key] = Served(kind, f"{name}/{version.get('version')}", key[1])
     return sorted(found.values(), key=lambda s: s.name)
 
 
@@ -116,12 +126,32 @@ def raise_unless_unreadable(exc: ApiError) -> None:
         raise exc
 
 
-def _kinds(kube: Kube) -> tuple[list[tuple[Served, str | None]], list[str]]:
-    """Every built-in kind (whole: what runs is read too), every scalable custom kind (by label); and whether
-    discovery, which names the custom kinds, was refused."""
+def _serves_team_rows(discovery: Mapping[str, Any]) -> bool:
+    group: Mapping[str, Any] = next((g for g in discovery.get("items") or []
+                                     if (g.get("metadata") or {}).get("name") == rows_api.KIND_GROUP), {})
+    return any(r.get("resource") == rows_api.KIND_PLURAL for v in group.get("versions") or []
+               if v.get("version") == rows_api.KIND_VERSION for r in v.get("resources") or [])
+
+
+def team_row_kinds(kube: Kube, discovery: Mapping[str, Any]) -> tuple[frozenset[str], list[str]]:
+    """The kinds of the NSScalerKinds (none where their CRD is not served), and what could not be read."""
+    if not _serves_team_rows(discovery):
+        return frozenset(), []
     try:
-        custom = scalable_custom_kinds(kube.discovery())
-        unreadable = []
+        objs = list(kube.list_all(version=rows_api.KIND_API_VERSION, plural=rows_api.KIND_PLURAL))
+    except ApiError as exc:
+        raise_unless_unreadable(exc)
+        return frozenset(), [NO_TEAM_ROWS]
+    return frozenset(str(row.kind) for row in rows_api.rows_of_objects(objs)[0]), []
+
+
+def _kinds(kube: Kube) -> tuple[list[tuple[Served, str | None]], list[str]]:
+    """Every built-in kind (whole: what runs is read too), every custom kind nsscaler can freeze (by label); and
+    what of discovery and the team's rows, which name the custom kinds, was refused."""
+    try:
+        discovery = kube.discovery()
+        team, unreadable = team_row_kinds(kube, discovery)
+        custom = scalable_custom_kinds(discovery, CATALOGUE_KINDS | team)
     except ApiError as exc:
         raise_unless_unreadable(exc)
         custom, unreadable = [], ["API discovery (so no custom kind)"]

@@ -17,7 +17,7 @@ import pytest
 import requests
 import yaml
 
-from devtools import admission, builders
+from devtools import admission, builders, row_admission
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
 from job.cluster.kube import Kube
@@ -46,6 +46,7 @@ OVERLAY = ROOT / "kustomize" / "overlays" / "prod-with-waker"
 NAMESPACE = "nsscaler"
 WAKER_POLICY = "nsscaler-waker-starts-only-the-run"
 RUN_POLICY = admission.NAME
+ROW_POLICY = row_admission.NAME
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
@@ -428,34 +429,98 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         api.delete("ClusterRole", f"{prefix}operator-kinds")
 
 
-def test_a_teams_row_that_sets_more_than_a_count_is_refused_by_the_run_policy_and_named_once(
-        api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str, tmp_path: Path) -> None:
-    """The run admission policy is rendered from the shipped catalogue: on a kind a team adds, nsscaler's account
-    may change whole numbers of the spec only. A team's row that sets `spec.paused: true` is refused by it; the
-    try before use names the row once with the policy's message, and the other kinds are served."""
-    crds.install(api, [crds.PAUSED])
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": f"{prefix}pauseds", "labels": {"nsscaler.wubw.fun/aggregate-to-nsscaler": "true"}},
-            "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["pauseds"], "verbs": ["list", "get", "patch"]}]}
-    api.create(role)
-    rows = tmp_path / "rows.yaml"
-    rows.write_text(yaml.safe_dump([{"kind": "Paused.test.nsscaler.io", "versions": ["v1"],
-                                     "freeze": {"method": "field", "path": "spec.paused", "value": True}}]))
+#: a team's rows for three kinds made up for the test, one per way a row freezes without a count
+TEAM_ROWS = {
+    "Paused": {"kind": "Paused.test.nsscaler.io", "plural": "pauseds", "versions": ["v1"],
+               "freeze": {"method": "field", "path": "spec.paused", "value": True}},
+    "Sleeper": {"kind": "Sleeper.test.nsscaler.io", "plural": "sleepers", "versions": ["v1"],
+                "freeze": {"method": "annotation", "key": "example.com/hibernation", "value": "on"}},
+    "Broker": {"kind": "Broker.test.nsscaler.io", "plural": "brokers", "versions": ["v1"],
+               "freeze": {"method": "pause", "marker": "label", "key": "example.com/paused", "value": "true"}},
+}
+
+
+def _team_kinds(api: AdminApi, prefix: str) -> None:
+    crds.install(api, [crds.PAUSED, crds.made_up("Sleeper", "sleepers"), crds.made_up("Broker", "brokers"),
+                       crds.made_up("Plain", "plains")])
+    api.create(aggregated(f"{prefix}team-kinds", [{"apiGroups": ["test.nsscaler.io"],
+                                                   "resources": ["pauseds", "sleepers", "brokers", "plains"],
+                                                   "verbs": ["list", "get", "patch"]}]))
+    for kind, row in TEAM_ROWS.items():
+        api.create({"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind",
+                    "metadata": {"name": f"{prefix}{kind.lower()}"}, "spec": row})
+
+
+def _nothing_else(nsscaler: Stolen, ns: str) -> None:
+    """Anything else nsscaler's account writes on the team's objects is refused, whatever nsscaler's own marks
+    come with it; on a custom kind nobody has a row for, anything more than a row could write."""
+    paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
+    own = {"nsscaler.wubw.fun/original-value": "false"}
+    refused_by(nsscaler.patch(paused, {"spec": {"image": "evil:1"}, "metadata": {"annotations": own}}),
+               ROW_POLICY)
+    refused_by(nsscaler.patch(paused, {"metadata": {"annotations": {"example.com/hibernation": "on"}}}),
+               ROW_POLICY)
+    refused_by(nsscaler.patch(paused, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
+               ROW_POLICY)
+    sleeper = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/sleepers/x"
+    refused_by(nsscaler.patch(sleeper, {"metadata": {"annotations": {"example.com/other": "x"}}}), ROW_POLICY)
+    refused_by(nsscaler.patch(sleeper, {"spec": {"size": "huge"}}), ROW_POLICY)
+    broker = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/brokers/x"
+    refused_by(nsscaler.patch(broker, {"metadata": {"labels": {"team": "other"}}}), ROW_POLICY)
+    refused_by(nsscaler.patch(broker, {"spec": {"replicas": 9}}), ROW_POLICY)
+    # a custom kind nobody has a row for: at most what any row could change
+    plain = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/plains/x"
+    refused_by(nsscaler.patch(plain, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
+               RUN_POLICY)
+    refused_by(nsscaler.patch(plain, {"metadata": {"labels": {"a": "1", "b": "2"}}}), RUN_POLICY)
+    refused_by(nsscaler.patch(plain, {"spec": {"ports": [1]}}), RUN_POLICY)
+
+
+def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_token_changes_nothing_else(
+        api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str) -> None:
+    """A platform team's rows as NSScalerKind objects, one freezing by an annotation, one by pausing its operator
+    with a label (then scaling the StatefulSet it owns), one by a boolean field: nsscaler's own account freezes
+    and gives each back exactly under the run policies. The same account's write of anything else on those
+    objects (another field, annotation or label, a Pod template) is refused: the row policy holds each kind to
+    exactly what its row changes, the run policy every custom kind to what any row could."""
+    _team_kinds(api, prefix)
     ns, name = prefix + "v1", f"{prefix}p"
     api.create(builders.namespace(ns))
-    api.create(builders.custom("Paused", ns, "svc", {"paused": False}))
-    api.create(builders.deployment(ns, "web", 2))
+    api.create(builders.custom("Paused", ns, "x", {"paused": False, "image": "db:1"}))
+    api.create(builders.custom("Sleeper", ns, "x", {"size": "small"}))
+    api.create(builders.custom("Broker", ns, "x", {"replicas": 2}))
+    api.create(builders.custom("Plain", ns, "x", {"ports": [80]}))
+    owned = builders.statefulset(ns, "x-server", 2)
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "test.nsscaler.io/v1", "kind": "Broker", "name": "x",
+                                             "uid": api.get("Broker", "x", ns)["metadata"]["uid"],
+                                             "controller": True}]
+    api.create(owned)
+    before = {kind: api.get(kind, "x", ns) for kind in TEAM_ROWS}
     try:
-        wait_until(lambda: any("pauseds" in r.get("resources", [])
+        wait_until(lambda: any("brokers" in r.get("resources", [])
                                for r in api.get("ClusterRole", "nsscaler")["rules"]),
-                   what="the team's rule folded into nsscaler's ClusterRole")
-        api.create(builders.nsscaler(name, prefix, [], kinds=["Paused.test.nsscaler.io", "Deployment"]))
-        result = run_job("--own-namespace", NAMESPACE, "--kind-rows", str(rows), kubeconfig=nsscaler.kubeconfig)
-        assert result.exit_code == 1, result.stderr
-        assert result.stderr.count("Paused.test.nsscaler.io: its row cannot work here") == 1, result.stderr
-        assert RUN_POLICY in result.stderr, result.stderr
-        assert api.get("Paused", "svc", ns)["spec"] == {"paused": False}
-        assert api.replicas("Deployment", ns, "web") == 0, "the other kinds are served"
+                   what="the team's rules folded into nsscaler's ClusterRole")
+        paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
+        wait_until(lambda: nsscaler.patch(paused, {"spec": {"image": "evil:1"}}, dry_run=True).status_code == 403,
+                   what=f"{ROW_POLICY} to take effect with the team's rows")
+        api.create(builders.nsscaler(name, prefix, [], kinds=[row["kind"] for row in TEAM_ROWS.values()]))
+        frozen = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
+        assert frozen.exit_code == 0, frozen.stderr
+        assert api.get("Paused", "x", ns)["spec"]["paused"] is True
+        assert api.get("Sleeper", "x", ns)["metadata"]["annotations"]["example.com/hibernation"] == "on"
+        assert api.get("Broker", "x", ns)["metadata"]["labels"]["example.com/paused"] == "true"
+        assert api.replicas("StatefulSet", ns, "x-server") == 0
+        _nothing_else(nsscaler, ns)
+        api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1"]}})
+        back = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
+        assert back.exit_code == 0, back.stderr
+        for kind, was in before.items():
+            now = api.get(kind, "x", ns)
+            assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
+                was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
+        assert api.replicas("StatefulSet", ns, "x-server") == 2
     finally:
         api.delete("NSScaler", name)
-        api.delete("ClusterRole", f"{prefix}pauseds")
+        api.delete("ClusterRole", f"{prefix}team-kinds")
+        for kind in TEAM_ROWS:
+            api.delete("NSScalerKind", f"{prefix}{kind.lower()}")

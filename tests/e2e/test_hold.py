@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from devtools import builders, hold_admission
+from devtools import builders, hold_admission, team_hold
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster import controlplane
+from job.decide import hold as hold_api
 from job.model.marks import (
     ANNOTATION_EXCLUDE,
     ANNOTATION_HOLD,
@@ -30,8 +31,9 @@ from job.model.marks import (
     LABEL_HOLD,
 )
 from tests import crds
-from tests.conftest import ROOT, apply_manifest, kubectl
+from tests.conftest import ROOT, apply_manifest, built_tool, kubectl
 from tests.e2e.test_install import kubectl_run
+from tests.integration.test_helm import template as helm_template
 from tests.users import User, grant_edit
 
 pytestmark = pytest.mark.versions
@@ -551,3 +553,116 @@ def test_the_catalogue_kinds_are_held_between_runs_by_their_own_freeze(
     # what starts nothing passes: a change elsewhere in the spec
     passed(editor.kubectl("patch", "kafkabridge/bridge", "-n", held, "--type=merge", "-p",
                           '{"spec":{"bootstrapServers":"kafka:9093"}}'))
+
+
+#: a platform team's rows as the chart's `kindRows` gives them: a switch, an annotation, a count behind /scale
+TEAM_KIND_ROWS = [
+    {"kind": "Paused.test.nsscaler.io", "plural": "pauseds", "versions": ["v1"],
+     "freeze": {"method": "field", "path": "spec.paused", "value": True}},
+    {"kind": "Sleeper.test.nsscaler.io", "plural": "sleepers", "versions": ["v1"],
+     "freeze": {"method": "annotation", "key": "example.com/hibernation", "value": "on"}},
+    {"kind": "Fleet.test.nsscaler.io", "plural": "fleets", "versions": ["v1"],
+     "freeze": {"method": "scale", "path": "spec.replicas"}},
+]
+TEAM_POLICY = f"ValidatingAdmissionPolicy '{team_hold.NAME}'"
+
+
+def _team_refused(result: subprocess.CompletedProcess[str], *, ns: str, policy: str) -> None:
+    assert result.returncode != 0 and TEAM_POLICY in result.stderr, (result.returncode, result.stdout, result.stderr)
+    assert f"namespace {ns} is held by NSScaler {policy}" in result.stderr, result.stderr
+    print(f"refused: {result.stderr.strip()}")
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_a_team_s_rows_given_as_chart_values_are_held_between_runs(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor, tmp_path: Path) -> None:
+    """The chart's `kindRows` (as `helm template` renders them: NSScalerKinds) are held between runs by the policy
+    that reads the NSScalerKinds: in a held namespace, an editor's `kubectl scale` and patch of the count, turning
+    the switch off, removing the annotation, and a new object without the freeze are refused, naming the policy
+    that holds it; what starts nothing passes."""
+    helm = str(built_tool("helm"))
+    values = {"kindRows": [{"name": f"{prefix}{row['plural']}", "spec": row} for row in TEAM_KIND_ROWS]}
+    rows = [d for d in helm_template(helm, tmp_path, values) if d["kind"] == "NSScalerKind"]
+    assert len(rows) == len(TEAM_KIND_ROWS)
+    crds.install(api, [yaml.safe_load((ROOT / "kustomize/base/kind-crd.yaml").read_text()), *crds.TEST_KINDS,
+                       crds.PAUSED, crds.made_up("Sleeper", "sleepers")])
+    _, held = family(api, prefix, editor)
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "team-kinds", "namespace": held},
+                "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["*"], "verbs": ["*"]}]})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "team-kinds", "namespace": held},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "team-kinds"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": editor.name}]})
+    api.create(builders.custom("Paused", held, "x", {"paused": False}))
+    api.create(builders.custom("Sleeper", held, "x", {}))
+    api.create(builders.custom("Fleet", held, "x", {"replicas": 2}))
+    name = f"{prefix}p"
+    try:
+        for row in rows:
+            api.create({**row, "metadata": {"name": row["metadata"]["name"]}})
+        api.create(builders.nsscaler(name, prefix, ["live"], kinds=[r["kind"] for r in TEAM_KIND_ROWS]))
+        result = run_job()
+        assert result.exit_code == 0, result.stderr
+        assert api.get("Paused", "x", held)["spec"]["paused"] is True
+        assert api.get("Fleet", "x", held)["spec"]["replicas"] == 0
+        switch_off = ("patch", "paused.test.nsscaler.io/x", "-n", held, "--type=merge", "-p",
+                      '{"spec":{"paused":false}}')
+        wait_until(lambda: TEAM_POLICY in editor.kubectl(*switch_off, "--dry-run=server").stderr,
+                   what="the team rows' hold to reach admission")
+
+        _team_refused(editor.kubectl(*switch_off), ns=held, policy=name)
+        _team_refused(editor.kubectl("annotate", "sleeper.test.nsscaler.io/x", "-n", held,
+                                     "example.com/hibernation-"), ns=held, policy=name)
+        _team_refused(editor.kubectl("scale", "fleet.test.nsscaler.io/x", "--replicas=3", "-n", held),
+                      ns=held, policy=name)
+        _team_refused(editor.kubectl("patch", "fleet.test.nsscaler.io/x", "-n", held, "--type=merge", "-p",
+                                     '{"spec":{"replicas":3}}'), ns=held, policy=name)
+        _team_refused(_create(editor, builders.custom("Paused", held, "new", {"paused": False})), ns=held,
+                      policy=name)
+        passed(_create(editor, builders.custom("Paused", held, "new", {"paused": True})))
+        passed(editor.kubectl("patch", "paused.test.nsscaler.io/x", "-n", held, "--type=merge", "-p",
+                              '{"spec":{"note":"starts nothing"}}'))
+        assert api.get("Paused", "x", held)["spec"]["paused"] is True
+        assert api.get("Fleet", "x", held)["spec"]["replicas"] == 0
+        assert api.get("Sleeper", "x", held)["metadata"]["annotations"]["example.com/hibernation"] == "on"
+    finally:
+        api.delete("NSScaler", name)
+        for row in rows:
+            api.delete("NSScalerKind", row["metadata"]["name"])
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_past_the_bound_of_the_opt_out_s_names_the_run_says_so_and_the_hold_opens_for_no_more(
+        api: AdminApi, as_nsscaler: Any, prefix: str, editor: Editor) -> None:
+    """More opted-out workloads than the mark may name (`hold.MAX_EXCLUDED_CHARS` of names): the mark keeps the
+    first in order and stays inside the Namespace's annotation budget; the run says, once (when it writes the
+    mark), how many it left out. A named one scales through /scale; one past the bound is refused there (the hold
+    never opens for what it does not name) and still scales on the object (its own annotation)."""
+    _, held = family(api, prefix, editor)
+    long = "k" * 230
+    count = hold_api.MAX_EXCLUDED_CHARS // (len("deployments.apps/") + len(long) + 5) + 2
+    names = [f"{long}-{i:03}" for i in range(count)]
+    for n in names:  # a label value is at most 63 characters: the long name stays out of the labels
+        made = builders.deployment(held, n, 0, annotations={ANNOTATION_EXCLUDE: "true"})
+        made["spec"]["selector"] = {"matchLabels": {"app": "many"}}
+        made["spec"]["template"]["metadata"]["labels"] = {"app": "many"}
+        api.create(made)
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["live"]))
+    frozen = as_nsscaler()
+    assert frozen.exit_code == 0, frozen.stderr
+    carried = api.get("Namespace", held)["metadata"]["annotations"][ANNOTATION_HOLD_EXCLUDED]
+    assert 0 < len(carried) <= hold_api.MAX_EXCLUDED_CHARS
+    named = [n.removeprefix("deployments.apps/") for n in carried.split()]
+    assert named == names[:len(named)] and len(named) < count
+    assert frozen.stderr.count(f"{count - len(named)} workloads annotated {ANNOTATION_EXCLUDE} are past the bound") \
+        == 1, frozen.stderr
+    wait_until(lambda: in_force(editor, held), what="the hold to reach admission")
+
+    passed(editor.kubectl("scale", f"deployment/{names[0]}", "--replicas=1", "-n", held))
+    refused(editor.kubectl("scale", f"deployment/{names[-1]}", "--replicas=1", "-n", held), ns=held, policy=name)
+    passed(editor.kubectl("patch", f"deployment/{names[-1]}", "-n", held, "--type=merge", "-p",
+                          '{"spec":{"replicas":1}}'))
+    steady = as_nsscaler()
+    assert steady.exit_code == 0 and "past the bound" not in steady.stderr, steady.stderr

@@ -397,3 +397,36 @@ def test_the_charts_kind_rows_render_nsscalerkinds_and_their_access_that_the_api
     for doc in (row, role):  # both as the API server takes them
         answer = api.http.post(api.url(doc["kind"], None), json=doc, params={"dryRun": "All"}, timeout=30)
         assert answer.status_code == 201, answer.text
+
+
+def test_a_held_namespace_with_a_kind_the_hold_does_not_cover_is_said_once_when_its_mark_is_written(
+        api, run_job, prefix, kind_crd, tmp_path):
+    """A row given only in a `--kind-rows` file cannot be read by the API server, so the hold between runs does not
+    cover its kind: the run that marks the namespace held says so once, naming the kind; the next run, which writes
+    no mark, says nothing; the same row as an NSScalerKind is held, and nothing is said."""
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(yaml.safe_dump([PAUSED_ROW]))
+    ns, other = prefix + "v1", prefix + "v2"
+    for n in (ns, other):
+        api.create(builders.namespace(n))
+        api.create(builders.custom("Paused", n, "svc", {"paused": False}))
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, f"{prefix}v1", [], kinds=["Paused.test.nsscaler.io"]))
+    words = "Paused.test.nsscaler.io are not held between runs"
+    first = run_job("--kind-rows", str(rows))
+    assert first.exit_code == 0, first.stderr
+    assert api.get("Paused", "svc", ns)["spec"]["paused"] is True
+    assert first.stderr.count(words) == 1 and f"{ns}: held, but its" in first.stderr, first.stderr
+    again = run_job("--kind-rows", str(rows))
+    assert again.exit_code == 0 and words not in again.stderr, again.stderr
+
+    api.create(kind_row(f"{prefix}paused", PAUSED_ROW))
+    try:
+        api.create(builders.nsscaler(f"{prefix}q", f"{prefix}v2", [], kinds=["Paused.test.nsscaler.io"]))
+        held = run_job()
+        assert held.exit_code == 0, held.stderr
+        assert api.get("Paused", "svc", other)["spec"]["paused"] is True
+        assert words not in held.stderr, held.stderr
+    finally:
+        api.delete("NSScaler", f"{prefix}q")
+        api.delete("NSScalerKind", f"{prefix}paused")

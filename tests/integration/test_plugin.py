@@ -14,7 +14,9 @@ import yaml
 from devtools import builders
 from devtools.builders import AdminApi
 from devtools.cluster import controlplane
+from job.plugin.workloads import NO_TEAM_ROWS
 from tests import crds
+from tests.conftest import ROOT
 from tests.users import User, grant_edit, plugin
 
 POOL = "Pool.test.nsscaler.io"
@@ -54,6 +56,45 @@ def test_status_lists_frozen_daemonsets_and_custom_kinds(api: AdminApi, control_
     assert f"  frozen DaemonSet/agent (by {policy})\n" in theirs.stdout
     [unread] = [line for line in theirs.stdout.splitlines() if "cannot read with these permissions: " in line]
     assert POOL in unread.split(": ")[1].split(", "), theirs.stdout
+
+
+@pytest.mark.usefixtures("test_kinds")
+def test_status_lists_the_frozen_objects_of_every_row_kind_with_or_without_scale(api: AdminApi, control_plane,
+                                                                                 run_job, prefix, tmp_path):
+    """A catalogue kind frozen by a field (Zalando's postgresql: no /scale) and a team's NSScalerKind kind frozen
+    by an annotation are listed beside the /scale kinds; someone who may not list the NSScalerKinds is told so."""
+    crds.install(api, [yaml.safe_load((ROOT / "kustomize/base/kind-crd.yaml").read_text()),
+                       crds.made_up("Sleeper", "sleepers"),
+                       *[c for c in crds.operators() if c["metadata"]["name"] == "postgresqls.acid.zalan.do"]])
+    row = f"{prefix}sleeper"
+    api.create({"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind", "metadata": {"name": row},
+                "spec": {"kind": "Sleeper.test.nsscaler.io", "plural": "sleepers", "versions": ["v1"],
+                         "freeze": {"method": "annotation", "key": "example.com/hibernation", "value": "on"}}})
+    ns, policy = prefix + "v1", f"{prefix}p"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Sleeper", ns, "nap", {}))
+    api.create({"apiVersion": "acid.zalan.do/v1", "kind": "postgresql", "metadata": {"name": "pg", "namespace": ns},
+                "spec": {"teamId": "acid", "numberOfInstances": 2, "postgresql": {"version": "17"},
+                         "volume": {"size": "1Gi"}}})
+    api.create(builders.nsscaler(policy, prefix, [], kinds=["Sleeper.test.nsscaler.io", "postgresql.acid.zalan.do"]))
+    try:
+        result = run_job()
+        assert result.exit_code == 0, result.stderr
+
+        shown = plugin(control_plane.admin_kubeconfig, "status", "-n", ns)
+        assert shown.returncode == 0, shown.stderr
+        assert f"{ns}: held: 2 workloads frozen\n" in shown.stdout, shown.stdout
+        assert f"  frozen Sleeper.test.nsscaler.io/nap (by {policy})\n" in shown.stdout, shown.stdout
+        assert f"  frozen postgresql.acid.zalan.do/pg (by {policy})\n" in shown.stdout, shown.stdout
+
+        alice = User(control_plane, f"{prefix}alice", tmp_path)
+        grant_edit(api, ns, alice)
+        theirs = alice.plugin("status", "-n", ns)
+        assert theirs.returncode == 0, theirs.stderr
+        assert NO_TEAM_ROWS in theirs.stdout, theirs.stdout
+    finally:
+        api.delete("NSScaler", policy)
+        api.delete("NSScalerKind", row)
 
 
 def exec_plugin(folder: Path, user: User) -> Path:

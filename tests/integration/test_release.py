@@ -31,6 +31,7 @@ from job.model.marks import (
 )
 from job.model.workloads import hold_mark
 from job.waker import actions
+from tests import crds
 from tests.conftest import CRD, ROOT, WAKE_CRD, apply_manifest, kubectl, plane_of_its_own
 from tests.gateway import backend, httproute, ready_pods
 from tests.integration.test_restore_tiers_faults import restore_stamp
@@ -165,6 +166,55 @@ def test_release_gives_back_every_workload_of_every_kind_across_all_policies(api
     # a second release finds nothing to do, and says so
     code, err = release(control_plane.admin_kubeconfig)
     assert code == 0 and "gave back 0 workloads" in err, err
+
+
+def test_release_gives_back_the_row_kinds_no_policy_names_any_more_statefulsets_before_their_operator(
+        api: AdminApi, run_job, prefix, control_plane: ControlPlane):
+    """Every active row kind is read by a release, named by a policy or not: a team's NSScalerKind kind (frozen by
+    a field) and the catalogue's RabbitmqCluster (its operator paused by a label, then its StatefulSet scaled),
+    frozen while a policy named them, come back after the policy stopped naming them; the StatefulSet before
+    its operator's pause is lifted (the log's order of the restores)."""
+    crds.install(api, [yaml.safe_load((ROOT / "kustomize/base/kind-crd.yaml").read_text()), crds.PAUSED,
+                       *[c for c in crds.operators() if c["metadata"]["name"].endswith("rabbitmq.com")]])
+    row = f"{prefix}paused"
+    api.create({"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind", "metadata": {"name": row},
+                "spec": {"kind": "Paused.test.nsscaler.io", "plural": "pauseds", "versions": ["v1"],
+                         "freeze": {"method": "field", "path": "spec.paused", "value": True}}})
+    ns = f"{prefix}v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Paused", ns, "svc", {"paused": False}))
+    api.create({"apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster",
+                "metadata": {"name": "mq", "namespace": ns}, "spec": {"replicas": 2}})
+    owned = builders.statefulset(ns, "mq-server", 2)
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster",
+                                             "name": "mq", "controller": True,
+                                             "uid": api.get("RabbitmqCluster", "mq", ns)["metadata"]["uid"]}]
+    api.create(owned)
+    before = {kind: api.get(kind, name, ns) for kind, name in (("Paused", "svc"), ("RabbitmqCluster", "mq"))}
+    name = f"{prefix}p"
+    api.create(builders.nsscaler(name, prefix, ["v2"], kinds=["Paused.test.nsscaler.io",
+                                                              "RabbitmqCluster.rabbitmq.com"]))
+    try:
+        frozen = run_job()
+        assert frozen.exit_code == 0, frozen.stderr
+        assert api.get("Paused", "svc", ns)["spec"]["paused"] is True
+        assert api.replicas("StatefulSet", ns, "mq-server") == 0
+        api.patch("NSScaler", name, {"spec": {"kinds": ["Deployment"]}})
+
+        code, err = release(control_plane.admin_kubeconfig)
+
+        assert code == 0, err
+        for (kind, obj_name), was in zip((("Paused", "svc"), ("RabbitmqCluster", "mq")), before.values(),
+                                         strict=True):
+            now = api.get(kind, obj_name, ns)
+            assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
+                was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
+        assert api.replicas("StatefulSet", ns, "mq-server") == 2
+        assert err.index(f"restore statefulset/mq-server in {ns}") < err.index(f"restore rabbitmqcluster/mq in {ns}"), \
+            err
+    finally:
+        api.delete("NSScaler", name)
+        api.delete("NSScalerKind", row)
 
 
 def test_release_names_what_it_cannot_give_back_and_fails(api: AdminApi, run_job, prefix,

@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("job.model",),  # values and their parsing
     ("job.decide",),  # every decision, pure
     ("job.cluster",),  # the API side: reads, writes, the one client
+    ("job.findings",),  # what a run found, said in its log each run
     ("job.run",),  # orders the stages
     ("job.release",),  # the release: the run's stages until nothing is held
     ("job.report",),  # logs, summary, JSON

@@ -10,7 +10,9 @@ import pytest
 
 from job.decide import hold, routes
 from job.decide.selection import select_namespaces
-from job.model.kinds import Kind
+from job.model.kinds import Kind, ReplicasHandler
+from job.model.kinds.field import FieldHandler
+from job.model.kinds.rows import parse_rows
 from job.model.marks import (
     ANNOTATION_HOLD,
     ANNOTATION_HOLD_ACCOUNT,
@@ -118,3 +120,49 @@ def test_the_mark_names_the_excluded_workloads_and_is_written_again_only_when_th
     [none_left] = hold.marks(steady, selection, now=NOW, opted_out={})
     assert none_left.body()["metadata"]["annotations"][ANNOTATION_HOLD_EXCLUDED] is None
     assert none_left.body()["metadata"]["labels"] == {LABEL_HOLD: "deny"}
+
+
+@pytest.mark.parametrize(("names", "limit", "kept", "left"), [
+    pytest.param([], 20, [], [], id="none"),
+    pytest.param(["a/x", "a/y"], 20, ["a/x", "a/y"], [], id="within"),
+    pytest.param(["a/x", "a/y"], 9, ["a/x", "a/y"], [], id="exactly the bound: ' a/x a/y ' is 9"),
+    pytest.param(["a/x", "a/y", "a/z"], 9, ["a/x", "a/y"], ["a/z"], id="past it: the first kept, the rest named"),
+    pytest.param(["a/very-long"], 5, [], ["a/very-long"], id="not even one"),
+])
+def test_the_excluded_names_are_bounded_keeping_the_first(names, limit, kept, left):
+    assert hold.bounded(names, limit) == (kept, left)
+    if kept:
+        assert len(f" {' '.join(kept)} ") <= limit
+
+
+def test_past_the_bound_the_mark_names_what_fits_and_says_what_it_left_out():
+    """The mark stays inside a Namespace's annotation budget: the first names kept (the hold opens for no more than
+    it names), the others carried by the Mark to be reported; under the bound nothing is left out."""
+    found = namespaces("shop-v1", "shop-v2")
+    selection = select([policy("p", "shop-", ["v2"])], found, settings=settings(), now=NOW)
+    many = [f"deployments.apps/{'w' * 200}-{i:04}" for i in range(400)]
+    [mark] = hold.marks(found, selection, now=NOW, opted_out={"shop-v1": many})
+    carried = dict(mark.pairs)[ANNOTATION_HOLD_EXCLUDED]
+    assert len(carried) <= hold.MAX_EXCLUDED_CHARS < len(f" {' '.join(many)} ")
+    assert carried.split() + list(mark.left_out) == many
+    [few] = hold.marks(found, selection, now=NOW, opted_out={"shop-v1": many[:3]})
+    assert few.left_out == ()
+
+
+def test_the_kinds_the_hold_does_not_cover_are_those_without_a_catalogue_row_or_a_row_the_server_reads():
+    """Rule 7: a plain /scale kind and a row of the --kind-rows file are not held between runs; a catalogue kind,
+    a built-in one and a row the API server reads (an NSScalerKind's) are."""
+    file_row, team_row = parse_rows([
+        {"kind": "Paused.test.nsscaler.io", "versions": ["v1"],
+         "freeze": {"method": "field", "path": "spec.paused", "value": True}},
+        {"kind": "Sleeper.test.nsscaler.io", "versions": ["v1"],
+         "freeze": {"method": "annotation", "key": "example.com/h", "value": "on"}}], origin="test")[0]
+    paused = FieldHandler(file_row.kind, "test.nsscaler.io", "v1", "pauseds", where=("spec", "paused"),
+                          value=True, row=file_row)
+    sleeper = FieldHandler(team_row.kind, "test.nsscaler.io", "v1", "sleepers",
+                           where=("metadata", "annotations", "example.com/h"), value="on", row=team_row)
+    fleet = ReplicasHandler(Kind("Fleet.test.nsscaler.io"), "test.nsscaler.io", "v1", "fleets")
+    found = [workload("a", "web"), workload("a", "p", handler=paused), workload("a", "s", handler=sleeper),
+             workload("b", "f", handler=fleet), workload("b", "s", handler=sleeper)]
+    assert hold.unheld(found, [file_row]) == {"a": ["Paused.test.nsscaler.io"], "b": ["Fleet.test.nsscaler.io"]}
+    assert hold.unheld(found) == {"b": ["Fleet.test.nsscaler.io"]}
