@@ -13,8 +13,8 @@ their sizes (a primary and replicas of different requests stay exact). Each Pod 
 or not made yet) is no footprint: the freeze counts as unknown, never as zero; a Pod whose resources cannot be read
 makes its owner's footprint unknown too, never a part of it.
 
-Which objects: those a run is about to freeze (running, no record yet, held by a policy), so the Pods are read
-only in a run that freezes one: a steady state sends no request more.
+Which objects: those a run is about to freeze (running, held by a policy), so the Pods are read only in a run that
+freezes one: a steady state, where they are at their frozen value, sends no request more.
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ def counted_from_pods(workload: Workload) -> bool:
 
 
 def to_count(workloads: Iterable[Workload], selection: Selection) -> list[Workload]:
-    """The objects of such kinds this run may freeze: read whole and running, with no record (a frozen one keeps
-    the footprint its freeze recorded), not excluded, in a namespace a policy holds for their kind."""
+    """The objects of such kinds this run may freeze: read whole and running (a frozen one keeps the footprint its
+    freeze recorded; one running again under its record is frozen again, and its record's footprint with it), not
+    excluded, in a namespace a policy holds for their kind."""
     out = []
     for w in workloads:
-        if not counted_from_pods(w) or not w.size or w.has_record or w.excluded or w.footprint is not None:
+        if not counted_from_pods(w) or not w.size or w.excluded or w.footprint is not None:
             continue
         verdict = selection.verdicts.get(w.namespace)
         if verdict is not None and not verdict.untouchable and verdict.holder_for(w.selecting_kinds) is not None:

@@ -112,6 +112,7 @@ def test_only_objects_this_run_may_freeze_are_counted_so_a_steady_state_reads_no
     candidates = [
         running(cnpg, "db"),
         dataclasses.replace(running(cnpg, "frozen"), size=0, original="null"),
+        dataclasses.replace(running(cnpg, "woken-by-hand"), original="null"),  # frozen again: counted again
         dataclasses.replace(running(cnpg, "excluded"), excluded=True),
         running(cnpg, "active", ns="a-active"),
         dataclasses.replace(running(cnpg, "unread"), size=None),
@@ -121,5 +122,5 @@ def test_only_objects_this_run_may_freeze_are_counted_so_a_steady_state_reads_no
     policies = [policy("p", "a-", ["active"], kinds=[CNPG, "RabbitmqCluster.rabbitmq.com", "Deployment"])]
     selection = select_from_workloads(policies, namespaces=namespaces("a-1", "a-active"), workloads=candidates,
                                       settings=settings(), now=None)
-    assert [w.name for w in to_count(candidates, selection)] == ["db"]
+    assert [w.name for w in to_count(candidates, selection)] == ["db", "woken-by-hand"]
 
