@@ -20,7 +20,7 @@ freezes one: a steady state, where they are at their frozen value, sends no requ
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from job.decide.pods import Census, Ref, reduce
@@ -46,6 +46,15 @@ def to_count(workloads: Iterable[Workload], selection: Selection) -> list[Worklo
         if verdict is not None and not verdict.untouchable and verdict.holder_for(w.selecting_kinds) is not None:
             out.append(w)
     return out
+
+
+def counted_before(fresh: Workload, before: Workload) -> Workload:
+    """`fresh` (its object read again after a 409) with the footprint the run counted from its Pods moments before,
+    rather than none: a write to the object in between (its operator's status) leaves its Pods as they were, and
+    reading them again for one write would cost a LIST."""
+    if fresh.footprint is None and before.footprint is not None and counted_from_pods(fresh):
+        return replace(fresh, footprint=before.footprint)
+    return fresh
 
 
 def _plus(a: Footprint, b: Footprint) -> Footprint:
