@@ -1,17 +1,20 @@
 """What the freeze of an object whose operator makes its Pods frees (pure): counted from those Pods.
 
 A row kind frozen by one value (a CloudNativePG Cluster's hibernation annotation, a Zalando postgresql's
-`numberOfInstances`, a Percona cluster's `pause`, a team's row: `KindHandler.pods_from_operator`) keeps no Pod
-template nsscaler can read. Its footprint is the sum of the Pods running for it when it is frozen: every live Pod
-whose controller owner chain leads to it (a CNPG instance Pod is controlled by the Cluster itself; a Zalando or
-RabbitMQ Pod by a StatefulSet the custom object controls). The chains are the Pod census's (`job.decide.pods`).
+`numberOfInstances`, a Percona cluster's `pause`, a team's row), and a custom kind scaled through `/scale` that
+keeps no `spec.template` (a Strimzi KafkaConnect, a CloudNativePG Pooler), keep no Pod template nsscaler can read
+(`KindHandler.pods_from_operator`). Their footprint is counted from the Pods running for them when they are
+frozen: every live Pod whose controller owner chain leads to the object (a CNPG instance Pod is controlled by the
+Cluster itself; a Zalando Pod by a StatefulSet the custom object controls; a Pooler's through its Deployment and
+ReplicaSet). The chains are the Pod census's (`job.decide.pods`).
 
-The record keeps the format every kind's has, units x per-unit footprint: such an object is one unit (its size is
-1 while it runs, `job.model.kinds.field`), so its footprint is the whole sum of its Pods, however different
-their sizes (a primary and replicas of different requests stay exact). Each Pod counts as the scheduler counts it
-(`job.model.resources.pod_footprint`, with the overhead its admission set on it). No Pod found (already stopped,
-or not made yet) is no footprint: the freeze counts as unknown, never as zero; a Pod whose resources cannot be read
-makes its owner's footprint unknown too, never a part of it.
+The record keeps the format every kind's has, units x per-unit footprint. An object frozen by one value is one
+unit (its size is 1 while it runs, `job.model.kinds.field`), so its footprint is the whole sum of its Pods, however
+different their sizes (a primary and replicas of different requests stay exact). A scaled kind's unit is one
+replica: the sum is split among its replicas when it splits evenly (they share one template), else unknown. Each
+Pod counts as the scheduler counts it (`job.model.resources.pod_footprint`, with the overhead its admission set on
+it). No Pod found (already stopped, or not made yet) is no footprint: the freeze counts as unknown, never as zero;
+a Pod whose resources cannot be read makes its owner's footprint unknown too, never a part of it.
 
 Which objects: those a run is about to freeze (running, held by a policy), so the Pods are read only in a run that
 freezes one: a steady state, where they are at their frozen value, sends no request more.
@@ -99,4 +102,17 @@ class OperatorPods:
                     unknown.add(ref)
                 if first in self.by_owner:
                     sums[ref] = _plus(sums.get(ref, Footprint()), self.by_owner[first])
-        return {wanted[ref]: f.record() for ref, f in sums.items() if ref not in unknown and f.pods}
+        units = {Ref(str(w.kind), w.namespace, w.name): w.size or 0 for w in targets}
+        shares = {ref: _share(f, units[ref]) for ref, f in sums.items() if ref not in unknown and f.pods}
+        return {wanted[ref]: f.record() for ref, f in shares.items() if f is not None}
+
+
+def _share(total: Footprint, units: int) -> Footprint | None:
+    """One unit's footprint: `total` split among the `units` running it, when it splits evenly (a scaled kind's
+    replicas share one template); None when it does not (a scale under way, Pods of different sizes): unknown,
+    never approximated. An object frozen by one value is one unit: its whole sum."""
+    counts = (total.pods, total.unrequested, *total.requests.values(), *total.limits.values())
+    if units < 1 or any(n % units for n in counts):
+        return None
+    return Footprint(total.pods // units, {k: v // units for k, v in total.requests.items()},
+                     {k: v // units for k, v in total.limits.items()}, total.unrequested // units)

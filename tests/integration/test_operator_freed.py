@@ -79,3 +79,31 @@ def test_a_frozen_operator_object_frees_what_the_pods_running_for_it_request(
         assert steady.exit_code == 0, steady.stderr
         assert pod_lists(seen) == 1, "a steady state reads the Pods only for its census"
         assert api.status(policy)["freed"] == figures, "from the record alone"
+
+
+def test_a_scaled_operator_kind_without_a_template_frees_one_replicas_share_of_its_pods(api: AdminApi, run_job, prefix):
+    """A CloudNativePG Pooler (the catalogue's row, its real CRD) runs its Pods through a Deployment it controls; the
+    CloudNativePG operator does not run here, so the Deployment is made as it makes one, and its ReplicaSet and Pods
+    are the real Deployment controller's."""
+    crds.install(api, [c for c in crds.operators() if c["metadata"]["name"] == "poolers.postgresql.cnpg.io"])
+    ns, policy = prefix + "v1", f"{prefix}p"
+    api.create(builders.namespace(ns))
+    pooler = api.create({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Pooler",
+                         "metadata": {"name": "pool", "namespace": ns},
+                         "spec": {"cluster": {"name": "db"}, "instances": 2, "pgbouncer": {"poolMode": "session"}}})
+    pgbouncer = builders.with_pod_spec(builders.deployment(ns, "pool", 2), containers=[
+        builders.container("pgbouncer", requests={"cpu": "100m", "memory": "64Mi"}, limits={"memory": "128Mi"})])
+    api.create(owned_by(pgbouncer, pooler))
+    wait_until(lambda: len(api.pods(ns)) == 2, what="the Deployment's 2 Pods")
+    api.create(builders.nsscaler(policy, prefix, [], kinds=["Pooler.postgresql.cnpg.io"]))
+
+    result = run_job()
+    assert result.exit_code == 0, result.stderr
+    frozen = api.get("Pooler", "pool", ns)
+    assert frozen["spec"]["instances"] == 0
+    # by hand: 2 Pods of 100m / 64Mi (limit 128Mi) for 2 instances: one instance's share is one Pod
+    assert json.loads(frozen["metadata"]["annotations"][ANNOTATION_FREED]) == {
+        "pods": 1, "requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+    figures = api.status(policy)["freed"]
+    assert (figures["workloads"], figures["unknownWorkloads"], figures["pods"]) == (1, 0, 2), figures
+    assert figures["requests"] == {"cpu": "200m", "memory": "128Mi"} and figures["limits"] == {"memory": "256Mi"}

@@ -7,12 +7,14 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
+
 from job.decide import freed
 from job.decide.actions import Action, ActionResult, Verb
 from job.decide.operator_pods import OperatorPods, to_count
 from job.decide.plan import select_from_workloads
 from job.model.custom import resolve
-from job.model.kinds import Kind
+from job.model.kinds import Kind, ReplicasHandler
 from job.model.kinds.catalogue import CATALOGUE
 from job.model.kinds.field import FieldHandler
 from job.model.kinds.rows import merged
@@ -91,6 +93,47 @@ def test_a_zalando_postgresql_counts_the_pods_of_the_statefulset_it_controls_aft
         {"metadata": {"name": "web", "namespace": "a-1"}}])
     assert not found.census.lookups()
     assert json.loads(found.footprints([db])[db.key]) == {"pods": 2, "requests": {"cpu": "4", "memory": "8Gi"}}
+
+
+POOLER = ReplicasHandler(Kind("Pooler.postgresql.cnpg.io"), "postgresql.cnpg.io", "v1", "poolers",
+                         path=("spec", "instances"))
+
+
+@pytest.mark.parametrize(("pods", "record"), [
+    pytest.param(2, {"pods": 1, "requests": {"cpu": "100m", "memory": "64Mi"}}, id="even-one-replicas-share"),
+    pytest.param(3, None, id="a-scale-under-way-is-unknown"),
+])
+def test_a_scaled_kind_without_a_template_counts_one_replica_as_its_share_of_its_pods(pods, record):
+    """A CloudNativePG Pooler (`/scale`, `spec.instances`) runs its Pods through a Deployment and its ReplicaSet."""
+    pooler = workload("a-1", "pool", 2, handler=POOLER)
+    assert pooler.footprint is None
+    found = OperatorPods()
+    rs = owner("ReplicaSet", "apps/v1", "pool-7c9")
+    for n in range(pods):
+        found.add_pod(pod(f"pool-7c9-{n}", by=rs, cpu="100m", memory="64Mi"))
+    assert found.census.lookups() == [("ReplicaSet", "a-1")]
+    found.census.add_owners("ReplicaSet", "a-1", [{"metadata": {
+        "name": "pool-7c9", "namespace": "a-1", "ownerReferences": [owner("Deployment", "apps/v1", "pool")]}}])
+    assert found.census.lookups() == [("Deployment", "a-1")]
+    found.census.add_owners("Deployment", "a-1", [{"metadata": {
+        "name": "pool", "namespace": "a-1", "ownerReferences": [owner("Pooler", "postgresql.cnpg.io/v1", "pool")]}}])
+    counted = found.footprints([pooler])
+    assert (json.loads(counted[pooler.key]) if counted else None) == record
+    if record:
+        frees = freed.frees(dataclasses.replace(pooler, footprint=counted[pooler.key]), freezing=True)
+        assert frees is not None and frees.pods == 2  # its 2 replicas again
+        assert frees.requests == {"cpu": 2 * 10**8, "memory": 128 * MI * 10**9}
+
+
+def test_built_in_kinds_and_custom_kinds_with_a_template_are_counted_from_it_never_from_pods():
+    rollout = ReplicasHandler(Kind("Rollout.argoproj.io"), "argoproj.io", "v1alpha1", "rollouts")
+    with_template = dataclasses.replace(workload("a-1", "r", 2, handler=rollout), footprint='{"pods":1}')
+    policies = [policy("p", "a-", [], kinds=["Rollout.argoproj.io", "Deployment", "StatefulSet"])]
+    candidates = [with_template, workload("a-1", "web", 2), workload("a-1", "db", 2, kind=Kind.STATEFULSET)]
+    selection = select_from_workloads(policies, namespaces=namespaces("a-1"), workloads=candidates,
+                                      settings=settings(), now=None)
+    assert to_count(candidates, selection) == []
+    assert [w.name for w in to_count([dataclasses.replace(with_template, footprint=None)], selection)] == ["r"]
 
 
 def test_no_pod_running_for_it_is_unknown_never_zero_and_a_pod_that_cannot_be_read_too():
