@@ -2,9 +2,10 @@
 freeze objects whose operator makes their Pods, whole (their requests are what counts), and the owners their chains
 pass through (metadata only). What to count and how is `job.decide.operator_pods`'s.
 
-Sent only in a run with such an object to freeze (none in a steady state): one Pod LIST per such namespace (all
-Pods at once when there are more than the census's bound), plus an owner LIST per kind a chain passes through
-(a StatefulSet an operator's object controls)."""
+Sent only in a run with such an object to freeze (none in a steady state): one Pod LIST per namespace where it
+freezes one, never more than the freezes it comes with (whole Pods of a whole cluster would be a far heavier
+request than a few namespaces' each), plus an owner LIST per kind a chain passes through (a StatefulSet an
+operator's object controls), as the census sends them."""
 
 from __future__ import annotations
 
@@ -39,18 +40,15 @@ def with_operator_pods(kube: Kube, workloads: Sequence[Workload], targets: Seque
 
 def _read(kube: Kube, namespaces: list[str]) -> OperatorPods:
     found = OperatorPods()
-    wanted = set(namespaces)
-    each = [None] if len(namespaces) > pods.NAMESPACED_LISTS_MAX else namespaces
-    for namespace in each:
+    for namespace in namespaces:
         for pod in kube.list_all(version="v1", plural="pods", field_selector=LIVE_PODS, namespace=namespace):
-            if (pod.get("metadata") or {}).get("namespace") in wanted:
-                found.add_pod(pod)
+            found.add_pod(pod)
     while lookups := found.census.lookups():
-        for kind, namespace in lookups:
+        for kind, where in lookups:
             api_version, plural = pods.LISTABLE[kind]
             try:
-                found.census.add_owners(kind, namespace, kube.list_all(version=api_version, plural=plural,
-                                                                       namespace=namespace, metadata_only=True))
+                found.census.add_owners(kind, where, kube.list_all(version=api_version, plural=plural,
+                                                                   namespace=where, metadata_only=True))
             except ApiError as exc:  # that chain ends there: the objects it led to count as unknown
-                found.census.failed(kind, namespace, str(exc))
+                found.census.failed(kind, where, str(exc))
     return found

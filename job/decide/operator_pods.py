@@ -90,8 +90,11 @@ class OperatorPods:
         self.by_owner[first] = _plus(self.by_owner.get(first, Footprint()), own)
 
     def footprints(self, targets: Iterable[Workload]) -> dict[tuple[str, str, str], str]:
-        """Per target (`Workload.key`) the record of its Pods' summed footprint; absent when none was found or
-        one could not be read (unknown)."""
+        """Per target (`Workload.key`) the record of its Pods' footprint per unit; absent when none was found, one
+        could not be read, or an owner LIST failed (a Pod's chain then stops short of the object it may lead to:
+        unknown, rather than a part of it)."""
+        if self.census.errors:
+            return {}
         wanted = {Ref(str(w.kind), w.namespace, w.name): w.key for w in targets}
         sums: dict[Ref, Footprint] = {}
         unknown: set[Ref] = set()

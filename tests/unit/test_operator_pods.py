@@ -136,6 +136,15 @@ def test_built_in_kinds_and_custom_kinds_with_a_template_are_counted_from_it_nev
     assert [w.name for w in to_count([dataclasses.replace(with_template, footprint=None)], selection)] == ["r"]
 
 
+def test_an_owner_list_that_failed_makes_every_footprint_unknown_never_a_part():
+    db = running(ZALANDO)
+    found = OperatorPods()
+    found.add_pod(pod("db-0", by=owner("StatefulSet", "apps/v1", "db"), cpu="2"))
+    found.add_pod(pod("db-x", by=owner("postgresql", "acid.zalan.do/v1", "db"), cpu="1"))
+    found.census.failed("StatefulSet", "a-1", "403 Forbidden")  # db-0's chain stops at its StatefulSet
+    assert found.footprints([db]) == {}, "not db-x's 1 CPU alone"
+
+
 def test_no_pod_running_for_it_is_unknown_never_zero_and_a_pod_that_cannot_be_read_too():
     db, other = running(ZALANDO), running(ZALANDO, "other")
     found = OperatorPods()
