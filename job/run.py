@@ -23,7 +23,7 @@ from typing import Any
 from job import findings
 from job.cluster import calendars as calendar_reads
 from job.cluster import census as census_api
-from job.cluster import lease, own_cronjob, read, routes, row_kinds, syncs
+from job.cluster import lease, operator_pods, own_cronjob, read, routes, row_kinds, syncs
 from job.cluster.access import cannot_start, custom_kinds, explain_forbidden, preflight, startup_error
 from job.cluster.hold import write_marks
 from job.cluster.kube import Kube
@@ -35,6 +35,7 @@ from job.decide.actions import ActionResult, Verb
 from job.decide.contain import quarantine
 from job.decide.decision import Decision, again, contained, merged, with_late_routes
 from job.decide.drain import frozen_now, reverts
+from job.decide.operator_pods import to_count
 from job.decide.outcome import PolicyOutcome
 from job.decide.plan import excluded_owners_of, kinds_in_use, select_from_workloads, sizes_needed
 from job.decide.pods import Census
@@ -308,6 +309,7 @@ def read_snapshot(kube: Kube, settings: Settings, *, now: dt.datetime, every_row
         workloads = read.complete(kube, workloads, needed)
         tiered = tiers.namespaces_to_read(workloads, selection=selection, policies={p.name: p for p in policies})
         workloads, overheads = read.with_overheads(kube, read.whole_namespaces(kube, workloads, handlers, tiered))
+        workloads = operator_pods.with_operator_pods(kube, workloads, to_count(workloads, selection))  # its Pods
     except ApiError as exc:
         raise cannot_start(kube, exc, custom=custom) from None
     return Snapshot(policies=tuple(policies), namespaces=tuple(namespaces), workloads=tuple(workloads),

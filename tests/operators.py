@@ -103,15 +103,18 @@ HEALTHY = "Cluster in healthy state"
 
 
 def healthy_cluster(api: AdminApi, ns: str, name: str, instances: int,
-                    annotations: dict[str, str] | None = None) -> dict[str, Any]:
+                    annotations: dict[str, str] | None = None, *,
+                    requests: dict[str, str] | None = None) -> dict[str, Any]:
     """A Cluster as the operator leaves a healthy one, which only running PostgreSQL can make it (and this tier
     runs none): created with the operator's own `reconciliationLoop: disabled`, then its instances (one Pod and
     one PVC per instance, named, labelled and owned as the operator makes them, the primary labelled so) and
-    its status (`phase` healthy, its instances ready). `resume()` hands it to the real operator."""
+    its status (`phase` healthy, its instances ready). `requests`: the Cluster's `spec.resources.requests`, which
+    the operator copies to each instance Pod's `postgres` container. `resume()` hands it to the real operator."""
+    resources = {"resources": {"requests": requests}} if requests else {}
     cluster = api.create({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
                           "metadata": {"name": name, "namespace": ns,
                                        "annotations": {**(annotations or {}), RECONCILIATION: "disabled"}},
-                          "spec": {"instances": instances, "storage": {"size": "1Gi"}}})
+                          "spec": {"instances": instances, "storage": {"size": "1Gi"}, **resources}})
     names = [f"{name}-{n}" for n in range(1, instances + 1)]
     for n, instance in enumerate(names, start=1):
         labels = {"cnpg.io/cluster": name, "cnpg.io/instanceName": instance}
@@ -121,9 +124,11 @@ def healthy_cluster(api: AdminApi, ns: str, name: str, instances: int,
                                  "annotations": {"cnpg.io/nodeSerial": str(n), "cnpg.io/pvcStatus": "ready"}},
                     "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
         role = "primary" if n == 1 else "replica"
-        api.create(builders.pod(ns, instance, owner=cluster, labels={
+        pod = builders.pod(ns, instance, owner=cluster, labels={
             **labels, "cnpg.io/podRole": "instance", "cnpg.io/instanceRole": role, "role": role},
-            annotations={"cnpg.io/nodeSerial": str(n)}))
+            annotations={"cnpg.io/nodeSerial": str(n)})
+        pod["spec"]["containers"] = [builders.container("postgres", requests=requests)]
+        api.create(pod)
     api.patch("Cluster", name, {"status": {
         "phase": HEALTHY, "instances": instances, "readyInstances": instances, "instanceNames": names,
         "latestGeneratedNode": instances, "currentPrimary": names[0], "targetPrimary": names[0]}}, ns, sub="status")

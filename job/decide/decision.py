@@ -25,6 +25,7 @@ from job.decide import drain, paused, pods, tiers
 from job.decide.actions import Action, ActionResult, Problem, Verb
 from job.decide.autoscalers import hpa_problems, hpa_rechecks, plan_scaled_objects, scaled_object_action
 from job.decide.contain import quarantine
+from job.decide.operator_pods import counted_before
 from job.decide.plan import Plan, excluded_owners_of, make_plan, select_from_workloads
 from job.decide.tiers import LateTier, TierWait
 from job.errors import unexpected
@@ -195,7 +196,8 @@ def again(write: Write, fresh: dict[str, Any], *, decision: Decision, snapshot: 
     try:
         if write.trigger is not None:
             return scaled_object_action(scaled_object(fresh), write.trigger)
-        workload = with_overhead(from_api(write.action.workload.kind_handler, fresh), snapshot.overheads)
+        workload = counted_before(with_overhead(from_api(write.action.workload.kind_handler, fresh),
+                                                snapshot.overheads), write.action.workload)
         plan = decision.plan
         replanned = make_plan(snapshot.policies, namespaces=snapshot.namespaces, workloads=[workload],
                               settings=settings, now=now, selection=plan.selection,

@@ -27,7 +27,7 @@ from devtools import builders
 from devtools.builders import AdminApi, wait_until
 from devtools.cluster.controlplane import ControlPlane
 from job.model.activity import parse_time
-from job.model.marks import ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY, FIELD_MANAGER
+from job.model.marks import ANNOTATION_FREED, ANNOTATION_ORIGINAL_VALUE, ANNOTATION_SCALED_BY, FIELD_MANAGER
 from tests.conftest import built_tool
 from tests.operators import HIBERNATION, RECONCILIATION, CloudNativePG, healthy_cluster, instances, resume
 
@@ -85,7 +85,8 @@ def test_the_real_operator_hibernates_a_held_cluster_and_done_waits_for_its_pods
         api, run_job, prefix, operator, before):
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
-    created = healthy_cluster(api, ns, "db", 3, {"team": "data", **({HIBERNATION: before} if before else {})})
+    created = healthy_cluster(api, ns, "db", 3, {"team": "data", **({HIBERNATION: before} if before else {})},
+                              requests={"cpu": "500m", "memory": "512Mi"})
     kept = claims(api, ns)
     assert len(kept) == 3 and instances(api, ns, "db") == ["db-1", "db-2", "db-3"]
     api.create(builders.nsscaler(f"{prefix}p", prefix, [], kinds=[CLUSTER]))
@@ -95,9 +96,12 @@ def test_the_real_operator_hibernates_a_held_cluster_and_done_waits_for_its_pods
     cluster = api.get("Cluster", "db", ns)
     assert cluster["metadata"]["annotations"][HIBERNATION] == "on"
     assert ours(cluster) == {ANNOTATION_ORIGINAL_VALUE: f'"{before}"' if before else "null",
-                             ANNOTATION_SCALED_BY: f"{prefix}p"}
+                             ANNOTATION_SCALED_BY: f"{prefix}p",  # and what its 3 instance Pods requested
+                             ANNOTATION_FREED: '{"pods":3,"requests":{"cpu":"1500m","memory":"1536Mi"}}'}
     assert cluster["spec"] == created["spec"], "hibernated by its annotation, never through /scale"
     frozen = api.status(f"{prefix}p")
+    assert (frozen["freed"]["unknownWorkloads"], frozen["freed"]["pods"]) == (0, 3), frozen["freed"]
+    assert frozen["freed"]["requests"] == {"cpu": "1500m", "memory": "1536Mi"}
     assert frozen["done"] is False and conditions(api, f"{prefix}p")["Drained"]["reason"] == "PodsRemaining", frozen
 
     hibernated_by_the_operator(api, ns)

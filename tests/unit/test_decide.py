@@ -14,6 +14,7 @@ from job.decide import selection as selection_api
 from job.decide.actions import Action, Verb
 from job.decide.decision import again, decide
 from job.model.kinds import Kind, ReplicasHandler
+from job.model.kinds.field import FieldHandler
 from job.model.marks import ANNOTATION_FREED, ANNOTATION_SCALED_BY, LABEL_SCALED
 from job.model.snapshot import NEED_HPAS, NEED_SCALED_OBJECTS, Autoscalers, Snapshot
 from tests.unit.factories import namespaces, policy, settings, workload
@@ -79,6 +80,25 @@ def test_a_freeze_decided_again_after_a_409_records_the_footprint_with_its_runti
     unknown = dataclasses.replace(snapshot, overheads=None)  # the overheads were never read: none recorded
     action = again(freeze, fresh, decision=decision, snapshot=unknown, settings=settings(), now=NOW)
     assert isinstance(action, Action) and ANNOTATION_FREED not in action.patch["metadata"]["annotations"]
+
+
+def test_an_operator_objects_freeze_decided_again_after_a_409_keeps_the_footprint_counted_from_its_pods():
+    """Its operator writes its status between the read and the freeze: the object read again has no template to
+    count; the footprint counted from its Pods moments before is recorded, not dropped."""
+    rows = FieldHandler(Kind("postgresql.acid.zalan.do"), "acid.zalan.do", "v1", "postgresqls",
+                        where=("spec", "numberOfInstances"), value=0)
+    counted = '{"pods":2,"requests":{"cpu":"4"}}'
+    read = dataclasses.replace(workload("shop-v1", "db", 1, handler=rows), footprint=counted)
+    snapshot = Snapshot(policies=(policy("p", "shop-", ["v3"], kinds=["postgresql.acid.zalan.do"]),),
+                        namespaces=FAMILY, workloads=(read,), autoscalers=Autoscalers())
+    decision = decide(snapshot, settings=settings(), now=NOW)
+    [freeze] = [w for step in decision.steps for w in step]
+    assert freeze.action.patch["metadata"]["annotations"][ANNOTATION_FREED] == counted
+    fresh = {"metadata": {"name": "db", "namespace": "shop-v1", "resourceVersion": "9"},
+             "spec": {"numberOfInstances": 2}, "status": {"PostgresClusterStatus": "Running"}}
+    action = again(freeze, fresh, decision=decision, snapshot=snapshot, settings=settings(), now=NOW)
+    assert isinstance(action, Action) and action.workload.resource_version == "9"
+    assert action.patch["metadata"]["annotations"][ANNOTATION_FREED] == counted
 
 
 def test_a_policy_whose_decision_raises_is_invalid_and_the_others_are_decided(monkeypatch):

@@ -47,6 +47,11 @@ class FieldHandler(Served):
         """Its freeze pauses an operator before the StatefulSets its object controls are scaled (`pause`)."""
         return self.row is not None and self.row.freeze.method == "pause"
 
+    @property
+    def pods_from_operator(self) -> bool:
+        """Its operator makes its Pods; not a `pause` row's, whose StatefulSets are frozen, and counted, themselves."""
+        return not self.pauses_operator
+
     def size_of(self, obj: dict[str, Any]) -> int:
         return 0 if at(obj, self.where) == self.value else 1
 

@@ -165,6 +165,12 @@ class Served:
         """No operator reports its freeze: done once its Pods are gone (the Pod census)."""
         return None
 
+    @property
+    def pods_from_operator(self) -> bool:
+        """Its operator makes its Pods, from no template nsscaler can read: what its freeze frees is counted from
+        the Pods that run for it then (`job.decide.operator_pods`). Only a row frozen by one value says so."""
+        return False
+
     def settled(self, obj: dict[str, Any]) -> str | None:
         """None when its freeze has taken effect as far as the object says (an operator's own condition); else
         what it says instead."""

@@ -31,10 +31,16 @@ GUARDS: Mapping[str, Guard] = {"claimsKept": CLAIMS_KEPT}
 @dataclass(frozen=True)
 class ReplicasHandler(Served):
     """Frozen means the replica field is 0; one unit is one replica, a Pod of `spec.template` (a custom kind
-    that keeps its template elsewhere has no footprint)."""
+    that keeps its template elsewhere: counted from the Pods its operator runs for it)."""
 
     path: tuple[str, ...] = ("spec", "replicas")
     record_key: str = ANNOTATION_ORIGINAL_REPLICAS
+
+    @property
+    def pods_from_operator(self) -> bool:
+        """A custom kind's operator makes its Pods; where it keeps no `spec.template` (a Strimzi KafkaConnect, a
+        CloudNativePG Pooler), what its freeze frees is counted from them (`job.decide.operator_pods`)."""
+        return bool(self.kind.group)
 
     def size_of(self, obj: dict[str, Any]) -> int:
         value = at(obj, self.path)
