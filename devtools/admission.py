@@ -10,9 +10,10 @@ but for nsscaler's own annotations and labels (`nsscaler.wubw.fun/...`) and what
 Lease, Events, ReferenceGrants, the access reviews, a release's suspension of nsscaler's own CronJob) are rows
 here too, each naming the module that sends them.
 A kind of the shipped catalogue frozen by one field or annotation (`job.model.kinds.catalogue`) may change only
-that field or annotation, one frozen through its replica count only whole numbers of its spec; any other custom
-kind only what a row can change (whole numbers and booleans of its spec, one annotation, one label), and a kind a team adds as an
-NSScalerKind exactly what its row changes (`devtools.row_admission`, a second policy in the same file).
+that field or annotation, one frozen through its replica count (`/scale` rows) only whole numbers of its spec;
+any other custom kind only what a row can change (whole numbers and booleans of its spec, one annotation, one
+label), and a kind a team adds as an NSScalerKind exactly what its row changes (`devtools.row_admission`, a
+second policy in the same file). nsscaler's own API group is refused but for the rows of `other_rows`.
 
 The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
 whichever namespace it is installed in); nobody else is affected.
