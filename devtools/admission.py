@@ -10,8 +10,10 @@ but for nsscaler's own annotations and labels (`nsscaler.wubw.fun/...`) and what
 Lease, Events, ReferenceGrants, the access reviews, a release's suspension of nsscaler's own CronJob) are rows
 here too, each naming the module that sends them.
 A kind of the shipped catalogue frozen by one field or annotation (`job.model.kinds.catalogue`) may change only
-that field or annotation; any other custom kind only what a row can change, and a kind a team adds as an
-NSScalerKind exactly what its row changes (`devtools.row_admission`, a second policy in the same file).
+that field or annotation, one frozen through its replica count (`/scale` rows) only whole numbers of its spec;
+any other custom kind only what a row can change (whole numbers and booleans of its spec, one annotation, one
+label), and a kind a team adds as an NSScalerKind exactly what its row changes (`devtools.row_admission`, a
+second policy in the same file). nsscaler's own API group is refused but for the rows of `other_rows`.
 
 The policy matches only requests of a ServiceAccount named `nsscaler` (`system:serviceaccount:<its namespace>:nsscaler`,
 whichever namespace it is installed in); nobody else is affected.
@@ -59,6 +61,8 @@ MATCH = (f"request.userInfo.username.startsWith('system:serviceaccount:') && "
          f"request.userInfo.username.endsWith(':{ACCOUNT}') && request.userInfo.username.split(':').size() == 4")
 OWN = "request.userInfo.username.split(':')[2]"
 LEASE = "nsscaler-run"
+#: nsscaler's own API group (NSScalers, Wakes, NSScalerKinds): its account writes there only the rows below
+OWN_GROUP = "operators.wubw.fun"
 #: a tree of the fields a write may change: a key mapped to None may change freely, to a tree only as it says
 Tree = Mapping[str, "Tree | None"]
 #: what the API server changes on every write, whoever sends it
@@ -148,15 +152,26 @@ def _dotted(tree: Tree, prefix: str = "") -> list[str]:
 
 def catalogue_handlers() -> list[RecordedKind]:
     """The handlers of the shipped catalogue's rows frozen by one field or annotation (`job.model.kinds.rows`);
-    its `/scale` rows change only a whole number in the spec, as any custom kind may."""
+    its `/scale` rows are `catalogue_scale_rows`."""
     return [FieldHandler(row.kind, row.kind.group, row.versions[0], str(row.plural), where=row.freeze.where,
                          value=row.freeze.value, row=row)
             for row in CATALOGUE if row.freeze.method != "scale" and row.freeze.value is not None]
 
 
+def catalogue_scale_rows() -> list[Row]:
+    """A row per catalogue kind frozen through its replica count (`freeze.method: scale`, its path known only
+    from its CRD): its spec may change only in whole numbers, its metadata only in nsscaler's own keys; rule 1
+    (`custom_validation`) would let one more annotation and label change."""
+    spec = _numbers_only(_get("dyn(object)", "spec"), _get("dyn(oldObject)", "spec"), 3)
+    return [Row(row.kind.group, str(row.plural), {"spec": None}, extra=spec,
+                says=f"on a {row.kind.short} nsscaler may change only whole numbers of its spec (its replicas) and "
+                     f"its own annotations and labels ({DOMAIN}/...)")
+            for row in CATALOGUE if row.freeze.method == "scale"]
+
+
 def workload_rows() -> list[Row]:
     """A row per built-in kind, one for KEDA's ScaledObject and one per catalogue row frozen by a field or an
-    annotation, from their handlers."""
+    annotation, from their handlers; one per catalogue row frozen by its replica count."""
     rows = []
     for handler in [*BUILTIN.values(), ScaledObjectHandler(), *catalogue_handlers()]:
         tree, foreign = changes(handler)
@@ -166,7 +181,7 @@ def workload_rows() -> list[Row]:
                         annotations=(*foreign, *_SERVER_ANNOTATIONS.get(handler.plural, ())), labels=labels,
                         says=f"on a {handler.kind} nsscaler may change only {', '.join(fields)} and its own "
                              f"annotations and labels ({DOMAIN}/...)"))
-    return rows
+    return [*rows, *catalogue_scale_rows()]
 
 
 def other_rows() -> list[Row]:
@@ -264,31 +279,39 @@ def row_validation(row: Row) -> dict[str, str]:
     return _validation(f"request.operation != 'UPDATE' || !({_is(row)}) || ({body})", row.says)
 
 
+def key_at(depth: int) -> str:
+    """The name of a comprehension's key `depth` maps from the bottom: one name per depth, since an inner
+    comprehension's variable hides an outer one of the same name (`new[k]` inside would read the inner key)."""
+    return f"k{depth}"
+
+
 def _numbers_only(new: str, old: str, depth: int) -> str:
     """CEL: maps `new` and `old` have the same keys and differ only in whole numbers, `depth` maps deep; a Pod
     template (`template`) never differs."""
-    same_value = f"{new}[k] == {old}[k] || (type({new}[k]) == int && type({old}[k]) == int)"
+    k = key_at(depth)
+    same_value = f"{new}[{k}] == {old}[{k}] || (type({new}[{k}]) == int && type({old}[{k}]) == int)"
     if depth > 1:
-        inner = _numbers_only(f"{new}[k]", f"{old}[k]", depth - 1)
-        same_value += f" || (k != 'template' && type({new}[k]) == map && type({old}[k]) == map && {inner})"
-    return f"({new}.all(k, k in {old} && ({same_value})) && {old}.all(k, k in {new}))"
+        inner = _numbers_only(f"{new}[{k}]", f"{old}[{k}]", depth - 1)
+        same_value += f" || ({k} != 'template' && type({new}[{k}]) == map && type({old}[{k}]) == map && {inner})"
+    return f"({new}.all({k}, {k} in {old} && ({same_value})) && {old}.all({k}, {k} in {new}))"
 
 
 def custom_validation(known: list[Row]) -> dict[str, str]:
-    """Any other resource: Kubernetes' own are refused; a custom kind's (its group has a dot and is no
-    `*.k8s.io`) may change only what a row can change (`devtools.row_admission.bounded_custom`: single values of
-    its spec, never a Pod template, one annotation and one label not nsscaler's own); the kinds a team has an
+    """Any other resource: Kubernetes' own are refused, and nsscaler's own API's (an NSScalerKind, whatever RBAC
+    grants); a custom kind's (its group has a dot and is no `*.k8s.io`) may change only what a row can change
+    (`devtools.row_admission.bounded_custom`: whole numbers and booleans of its spec, never a string, a list, a
+    map or a Pod template, one annotation and one label not nsscaler's own); the kinds a team has an
     NSScalerKind for are held to exactly their row by the second policy (`devtools.row_admission.policy`)."""
     from devtools import row_admission  # noqa: PLC0415  (it builds on this module's words)
 
     listed = " || ".join(f"({_is(r)})" for r in known)
     custom = (f"!({GROUP} in {list(_CORE_GROUPS)}) && !{GROUP}.endsWith('k8s.io') "
-              f"&& {SUB} == ''")
+              f"&& {GROUP} != '{OWN_GROUP}' && {SUB} == ''")
     return _validation(
         f"request.operation != 'UPDATE' || {listed} || ({custom} && {row_admission.bounded_custom()})",
         "nsscaler updates only the kinds it freezes, the routes, its own statuses and Lease; on a custom kind "
-        "only single values of its spec (never a Pod template), one annotation and one label besides its own "
-        f"({DOMAIN}/...)")
+        "only whole numbers and booleans of its spec (never a string, a list or a Pod template), one annotation and "
+        f"one label besides its own ({DOMAIN}/...)")
 
 
 def request_validations() -> list[dict[str, str]]:

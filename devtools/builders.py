@@ -45,6 +45,7 @@ _PATHS = {
     "Gated": ("/apis/test.nsscaler.io/v1", "gateds", True),
     "Sleeper": ("/apis/test.nsscaler.io/v1", "sleepers", True),
     "Broker": ("/apis/test.nsscaler.io/v1", "brokers", True),
+    "Keeper": ("/apis/test.nsscaler.io/v1", "keepers", True),
     # operator kinds of the shipped catalogue (job/model/kinds/catalogue.py), served from their real CRDs
     "Cluster": ("/apis/postgresql.cnpg.io/v1", "clusters", True),
     "Pooler": ("/apis/postgresql.cnpg.io/v1", "poolers", True),

@@ -5,10 +5,13 @@ A team's rows are known only at run time, so they cannot be rendered into the po
 are. Two rules together keep nsscaler's own ServiceAccount to what such a row writes:
 
 1. `bounded_custom`, in the run policy itself, for any custom kind the catalogue does not list: the spec may
-   change only in whole numbers or other single values (never a Pod template, a list or a map replaced), at
-   most one annotation and at most one label not nsscaler's own may change, and nothing else of the object.
-   That is the most any row can write (a `scale` row: numbers; `field`: one value under spec; `annotation`
-   and `pause`: one annotation or one label).
+   change only in whole numbers and booleans, at any depth rule 2 follows (never a string, a Pod template, a
+   list or a map replaced), at most one annotation and at most one label not nsscaler's own may change, and
+   nothing else of the object. That is the most a row the run admission lets through can write (a `scale`
+   row: numbers; `field`: one number or boolean under spec; `annotation` and `pause`: one annotation or one
+   label). A `field` row frozen to a string cannot pass it: a team freezes by a number, a boolean or an
+   annotation instead (docs/operating/custom-kinds.md). What is left to a stolen token on a custom kind
+   without an NSScalerKind object: its numbers and booleans, one annotation and one label.
 2. `policy()`: a second policy whose parameters are the NSScalerKind objects themselves (`paramKind`), each
    evaluated on its own and all of them required (the API server ANDs them). The one naming the request's kind
    lets exactly its row's change through: its path under spec, its annotation key, its label key, or whole
@@ -68,17 +71,25 @@ def foreign_changes(new: str, old: str) -> str:
             f"{old}.filter(k, !k.startsWith({_OWN}) && !(k in {new})).size())")
 
 
+def _settable(value: str) -> str:
+    """CEL: `value` is what rule 1 lets a run set, change or remove in a spec: a whole number or a boolean (a
+    string could be an image, a URL, a selector's value)."""
+    return f"(type({value}) == int || type({value}) == bool)"
+
+
 def _values_only(new: str, old: str, depth: int) -> str:
-    """CEL: maps `new` and `old` differ only in single values (numbers, strings, booleans: set, changed or
-    removed), `depth` maps deep; a Pod template (`template`) never differs, nor a list. Each level's test is
-    written once, so the expression grows with the depth, not twice per level."""
-    changed = f"{_scalar(f'{new}[k]')} && {_scalar(f'{old}[k]')}"
+    """CEL: maps `new` and `old` differ only in whole numbers and booleans (set, changed or removed), `depth`
+    maps deep; a Pod template (`template`) never differs, nor a string, a list or a map replaced. Each level's
+    test is written once, so the expression grows with the depth, not twice per level; each level's key has its
+    own name (`devtools.admission.key_at`)."""
+    k = run.key_at(depth)
+    changed = f"{_settable(f'{new}[{k}]')} && {_settable(f'{old}[{k}]')}"
     if depth > 1:
-        changed = (f"({changed}) || (type({new}[k]) == map && type({old}[k]) == map && "
-                   f"{_values_only(f'{new}[k]', f'{old}[k]', depth - 1)})")
-    return (f"({new}.all(k, k in {old} ? ({new}[k] == {old}[k] || (k != 'template' && ({changed}))) : "
-            f"(k != 'template' && {_scalar(f'{new}[k]')})) && "
-            f"{old}.all(k, k in {new} || (k != 'template' && {_scalar(f'{old}[k]')})))")
+        changed = (f"({changed}) || (type({new}[{k}]) == map && type({old}[{k}]) == map && "
+                   f"{_values_only(f'{new}[{k}]', f'{old}[{k}]', depth - 1)})")
+    return (f"({new}.all({k}, {k} in {old} ? ({new}[{k}] == {old}[{k}] || ({k} != 'template' && ({changed}))) : "
+            f"({k} != 'template' && {_settable(f'{new}[{k}]')})) && "
+            f"{old}.all({k}, {k} in {new} || ({k} != 'template' && {_settable(f'{old}[{k}]')})))")
 
 
 def bounded_custom() -> str:

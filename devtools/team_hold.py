@@ -7,8 +7,8 @@ A team's rows are data the API server can read itself: this policy's parameters 
 the request's kind holds that kind as its row freezes it, in a held namespace:
 - `annotation`, `pause` (an annotation or a label) and a `field` frozen to a value that is not a count: once at
   the frozen value it stays there, and a new object must be created with it;
-- a `field` frozen to a count (0), and a `scale` row's count (its `path`, where the row gives one, and its
-  `/scale` subresource): a count at 0 may not rise, and a new object starts at 0 (absent counts as 1);
+- a `field` frozen to a count (0), and a `scale` row's count (its `path`, where the row gives one), and the
+  `/scale` subresource of either: a count at 0 may not rise, and a new object starts at 0 (absent counts as 1);
 - nsscaler's record may not be removed or changed by hand, nor the opt-out added to an object at rest.
 So the rows given as the chart's `kindRows` (rendered as NSScalerKinds) and those created at run time are held
 alike, without nsscaler's account ever writing an admission policy. A row given only in a `--kind-rows` file is
@@ -48,9 +48,11 @@ VARIABLES = [
     # the frozen value: a scale row's is a count of 0
     {"name": "value", "expression": "params.spec.freeze.method == 'scale' ? dyn(0) : "
                                     "dyn(params.spec.freeze.?value.orValue(''))"},
+    # by the resource's name, which a `/scale` request names too (its kind is Scale); the NSScalerKind CRD
+    # requires `plural`: a row without one (an older object) is held on its own object alone
     {"name": "mine", "expression": "request.resource.?group.orValue('') == variables.rowGroup && "
                                    "(variables.plural != '' ? request.resource.resource == variables.plural : "
-                                   "request.kind.kind == variables.rowKind)"},
+                                   f"({SUB} == '' && request.kind.kind == variables.rowKind))"},
     {"name": "counted", "expression": "variables.method == 'scale' || (variables.method == 'field' && "
                                       "type(variables.value) == int)"},
     {"name": "byAnnotation", "expression": "variables.method == 'annotation' || (variables.method == 'pause' && "
@@ -106,7 +108,7 @@ def validations() -> list[dict[str, str]]:
               "undoing the freeze of its row (" + '" + params.metadata.name + "' + ") on"),
         _rule(f"!({create}) || {at_rest('new')}",
               "creating", " without its row's freeze (" + '" + params.metadata.name + "' + ") in place"),
-        _rule(f"!({update} && {on_scale}) || variables.method != 'scale' || variables.excludedByName || "
+        _rule(f"!({update} && {on_scale}) || !variables.counted || variables.excludedByName || "
               f"object.spec.?replicas.orValue(0) <= oldObject.spec.?replicas.orValue(0) || "
               f"oldObject.spec.?replicas.orValue(0) > 0",
               "scaling up", " (its scale subresource: kubectl scale, an HPA)"),

@@ -44,7 +44,7 @@ def of_run(results: Sequence[ActionResult], outcomes: Iterable[PolicyOutcome], *
     outcomes = list(outcomes)
     return [*changes(results)[:limit], *reverts(list(results))[:limit],
             *refused_syncs(outcomes, listed=settings.status_list_limit)[:limit],
-            *of_policies(outcomes), *of_wakes(wakes)]
+            *of_policies(outcomes, listed=settings.status_list_limit), *of_wakes(wakes)]
 
 
 #: the Warning Event on a GitOps object whose sync the hold refused
@@ -120,8 +120,9 @@ def reverts(results: list[ActionResult]) -> list[Event]:
             for involved, message in drain.report_reverts(results)]
 
 
-def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
-    """On each NSScaler: a Warning when it failed or is invalid, a Normal one when it changed something."""
+def of_policies(outcomes: Iterable[PolicyOutcome], *, listed: int | None = None) -> list[Event]:
+    """On each NSScaler: a Warning when it failed or is invalid, a Normal one when it changed something.
+    `listed`: the status's list limit (a `FreezeIncomplete` is said only of the objects the status lists)."""
     events = []
     for outcome in outcomes:
         involved = {"apiVersion": policy_api.API_VERSION, "kind": "NSScaler", "name": outcome.name,
@@ -139,7 +140,7 @@ def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
         events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, REASON_EXCEPTION, message)
                    for message in _exception_started(outcome)]
         events += [Event(CLUSTER_EVENTS_NAMESPACE, involved, REASON_FREEZE_INCOMPLETE, message, warning=True)
-                   for message in _newly_incomplete(outcome)]
+                   for message in _newly_incomplete(outcome, listed)]
     return events
 
 
@@ -147,12 +148,14 @@ def of_policies(outcomes: Iterable[PolicyOutcome]) -> list[Event]:
 REASON_FREEZE_INCOMPLETE = "FreezeIncomplete"
 
 
-def _newly_incomplete(outcome: PolicyOutcome) -> list[str]:
-    """Said once per object: when the last run's status did not name it in `freezeIncomplete` already."""
+def _newly_incomplete(outcome: PolicyOutcome, listed: int | None = None) -> list[str]:
+    """Said once per object: when the last run's status did not name it in `freezeIncomplete` already. Only of
+    those the status lists (`listed`, its list limit): one beyond it, which the next status would not name
+    either, would be said again every run; it is said once it is listed."""
     before = {(e.get("namespace"), e.get("workload")) for e in outcome.previous_status.get("freezeIncomplete") or []
               if isinstance(e, dict)}
     return [f"{s.namespace} {s.workload}: its operator does not report it frozen {s.within:g} s after the freeze: "
-            f"{s.reports}" for s in outcome.incomplete if (s.namespace, s.workload) not in before]
+            f"{s.reports}" for s in outcome.incomplete[:listed] if (s.namespace, s.workload) not in before]
 
 
 #: the Event on an NSScaler when an exception starts deciding its day

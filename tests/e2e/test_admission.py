@@ -70,11 +70,12 @@ class Stolen:
                                params={"dryRun": "All"} if dry_run else {}, timeout=30)
 
 
-def refused_by(response: requests.Response, policy: str) -> str:
-    """The refusal's message, once it is known to come from `policy`."""
+def refused_by(response: requests.Response, *policies: str) -> str:
+    """The refusal's message, once it is known to come from one of `policies` (the API server names the first
+    that refuses, where two would)."""
     message = str(response.json().get("message", ""))
-    assert response.status_code == 403 and f"ValidatingAdmissionPolicy '{policy}'" in message, \
-        (response.status_code, message)
+    assert response.status_code == 403 and any(f"ValidatingAdmissionPolicy '{policy}'" in message
+                                               for policy in policies), (response.status_code, message)
     print(f"refused: {message}")
     return message
 
@@ -429,10 +430,12 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         api.delete("ClusterRole", f"{prefix}operator-kinds")
 
 
-#: a team's rows for three kinds made up for the test, one per way a row freezes without a count
+#: a team's rows for kinds made up for the test, one per way a row freezes without a count, and a field maps deep
 TEAM_ROWS = {
     "Paused": {"kind": "Paused.test.nsscaler.io", "plural": "pauseds", "versions": ["v1"],
                "freeze": {"method": "field", "path": "spec.paused", "value": True}},
+    "Keeper": {"kind": "Keeper.test.nsscaler.io", "plural": "keepers", "versions": ["v1"],
+               "freeze": {"method": "field", "path": "spec.db.paused", "value": True}},
     "Sleeper": {"kind": "Sleeper.test.nsscaler.io", "plural": "sleepers", "versions": ["v1"],
                 "freeze": {"method": "annotation", "key": "example.com/hibernation", "value": "on"}},
     "Broker": {"kind": "Broker.test.nsscaler.io", "plural": "brokers", "versions": ["v1"],
@@ -442,9 +445,10 @@ TEAM_ROWS = {
 
 def _team_kinds(api: AdminApi, prefix: str) -> None:
     crds.install(api, [crds.PAUSED, crds.made_up("Sleeper", "sleepers"), crds.made_up("Broker", "brokers"),
-                       crds.made_up("Plain", "plains")])
+                       crds.made_up("Plain", "plains"), crds.made_up("Keeper", "keepers")])
     api.create(aggregated(f"{prefix}team-kinds", [{"apiGroups": ["test.nsscaler.io"],
-                                                   "resources": ["pauseds", "sleepers", "brokers", "plains"],
+                                                   "resources": ["pauseds", "sleepers", "brokers", "plains",
+                                                                 "keepers"],
                                                    "verbs": ["list", "get", "patch"]}]))
     for kind, row in TEAM_ROWS.items():
         api.create({"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind",
@@ -453,18 +457,23 @@ def _team_kinds(api: AdminApi, prefix: str) -> None:
 
 def _nothing_else(nsscaler: Stolen, ns: str) -> None:
     """Anything else nsscaler's account writes on the team's objects is refused, whatever nsscaler's own marks
-    come with it; on a custom kind nobody has a row for, anything more than a row could write."""
+    come with it; on a custom kind nobody has a row for, anything more than a row could write. A string of a
+    spec is refused by both (the run policy lets none change)."""
     paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
     own = {"nsscaler.wubw.fun/original-value": "false"}
+    refused_by(nsscaler.patch(paused, {"spec": {"replicas": 9}, "metadata": {"annotations": own}}), ROW_POLICY)
     refused_by(nsscaler.patch(paused, {"spec": {"image": "evil:1"}, "metadata": {"annotations": own}}),
-               ROW_POLICY)
+               ROW_POLICY, RUN_POLICY)
     refused_by(nsscaler.patch(paused, {"metadata": {"annotations": {"example.com/hibernation": "on"}}}),
                ROW_POLICY)
     refused_by(nsscaler.patch(paused, {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}}),
-               ROW_POLICY)
+               ROW_POLICY, RUN_POLICY)
+    keeper = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/keepers/x"
+    refused_by(nsscaler.patch(keeper, {"spec": {"db": {"port": 9}}}), ROW_POLICY)
+    refused_by(nsscaler.patch(keeper, {"spec": {"db": {"host": "evil"}}}), ROW_POLICY, RUN_POLICY)
     sleeper = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/sleepers/x"
     refused_by(nsscaler.patch(sleeper, {"metadata": {"annotations": {"example.com/other": "x"}}}), ROW_POLICY)
-    refused_by(nsscaler.patch(sleeper, {"spec": {"size": "huge"}}), ROW_POLICY)
+    refused_by(nsscaler.patch(sleeper, {"spec": {"size": "huge"}}), ROW_POLICY, RUN_POLICY)
     broker = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/brokers/x"
     refused_by(nsscaler.patch(broker, {"metadata": {"labels": {"team": "other"}}}), ROW_POLICY)
     refused_by(nsscaler.patch(broker, {"spec": {"replicas": 9}}), ROW_POLICY)
@@ -474,12 +483,14 @@ def _nothing_else(nsscaler: Stolen, ns: str) -> None:
                RUN_POLICY)
     refused_by(nsscaler.patch(plain, {"metadata": {"labels": {"a": "1", "b": "2"}}}), RUN_POLICY)
     refused_by(nsscaler.patch(plain, {"spec": {"ports": [1]}}), RUN_POLICY)
+    refused_by(nsscaler.patch(plain, {"spec": {"image": "evil:1"}}), RUN_POLICY)
 
 
 def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_token_changes_nothing_else(
         api: AdminApi, nsscaler: Stolen, run_job: Any, prefix: str) -> None:
     """A platform team's rows as NSScalerKind objects, one freezing by an annotation, one by pausing its operator
-    with a label (then scaling the StatefulSet it owns), one by a boolean field: nsscaler's own account freezes
+    with a label (then scaling the StatefulSet it owns), one by a boolean field, one by a boolean field two maps
+    deep (`spec.db.paused`, a key at each depth the policies read): nsscaler's own account freezes
     and gives each back exactly under the run policies. The same account's write of anything else on those
     objects (another field, annotation or label, a Pod template) is refused: the row policy holds each kind to
     exactly what its row changes, the run policy every custom kind to what any row could."""
@@ -489,6 +500,7 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_tok
     api.create(builders.custom("Paused", ns, "x", {"paused": False, "image": "db:1"}))
     api.create(builders.custom("Sleeper", ns, "x", {"size": "small"}))
     api.create(builders.custom("Broker", ns, "x", {"replicas": 2}))
+    api.create(builders.custom("Keeper", ns, "x", {"db": {"paused": False, "host": "db"}}))
     api.create(builders.custom("Plain", ns, "x", {"ports": [80]}))
     owned = builders.statefulset(ns, "x-server", 2)
     owned["metadata"]["ownerReferences"] = [{"apiVersion": "test.nsscaler.io/v1", "kind": "Broker", "name": "x",
@@ -501,12 +513,13 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_tok
                                for r in api.get("ClusterRole", "nsscaler")["rules"]),
                    what="the team's rules folded into nsscaler's ClusterRole")
         paused = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/pauseds/x"
-        wait_until(lambda: nsscaler.patch(paused, {"spec": {"image": "evil:1"}}, dry_run=True).status_code == 403,
+        wait_until(lambda: nsscaler.patch(paused, {"spec": {"replicas": 9}}, dry_run=True).status_code == 403,
                    what=f"{ROW_POLICY} to take effect with the team's rows")
         api.create(builders.nsscaler(name, prefix, [], kinds=[row["kind"] for row in TEAM_ROWS.values()]))
         frozen = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
         assert frozen.exit_code == 0, frozen.stderr
         assert api.get("Paused", "x", ns)["spec"]["paused"] is True
+        assert api.get("Keeper", "x", ns)["spec"]["db"] == {"paused": True, "host": "db"}
         assert api.get("Sleeper", "x", ns)["metadata"]["annotations"]["example.com/hibernation"] == "on"
         assert api.get("Broker", "x", ns)["metadata"]["labels"]["example.com/paused"] == "true"
         assert api.replicas("StatefulSet", ns, "x-server") == 0
@@ -524,3 +537,56 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_tok
         api.delete("ClusterRole", f"{prefix}team-kinds")
         for kind in TEAM_ROWS:
             api.delete("NSScalerKind", f"{prefix}{kind.lower()}")
+
+
+def test_a_stolen_nsscaler_token_changes_no_string_of_a_custom_kind_and_no_nsscalerkind(
+        api: AdminApi, nsscaler: Stolen, prefix: str) -> None:
+    """What a stolen token of nsscaler's own account may write on a custom kind is whole numbers and booleans of
+    its spec: an image, a URL, a selector's value (strings) are refused, at any depth, on a kind of the
+    catalogue frozen by its replica count (KafkaConnect, whose only other change is nsscaler's own metadata)
+    and on one nobody has a row for; an NSScalerKind is refused however far its RBAC is widened."""
+    crds.install(api, [*(c for c in crds.operators() if c["spec"]["names"]["kind"] == "KafkaConnect"),
+                       crds.made_up("Plain", "plains")])
+    api.create(aggregated(f"{prefix}widened", [
+        {"apiGroups": ["test.nsscaler.io"], "resources": ["plains"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["kafka.strimzi.io"], "resources": ["kafkaconnects"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["operators.wubw.fun"], "resources": ["nsscalerkinds"], "verbs": ["get", "patch"]}]))
+    ns = prefix + "v1"
+    api.create(builders.namespace(ns))
+    api.create(builders.custom("Plain", ns, "x", {"image": "good:1", "replicas": 1, "paused": False,
+                                                  "source": {"repoURL": "https://good", "depth": 1}}))
+    api.create({"apiVersion": "kafka.strimzi.io/v1", "kind": "KafkaConnect",
+                "metadata": {"name": "x", "namespace": ns},
+                "spec": {"replicas": 1, "image": "good:1", "bootstrapServers": "kafka:9092", "groupId": "x",
+                         "configStorageTopic": "c", "statusStorageTopic": "s", "offsetStorageTopic": "o"}})
+    row = f"{prefix}plain"
+    api.create({"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind", "metadata": {"name": row},
+                "spec": {"kind": "Other.test.nsscaler.io", "plural": "others", "versions": ["v1"],
+                         "freeze": {"method": "scale"}}})
+    plain = f"/apis/test.nsscaler.io/v1/namespaces/{ns}/plains/x"
+    connect = f"/apis/kafka.strimzi.io/v1/namespaces/{ns}/kafkaconnects/x"
+    kind_row = f"/apis/operators.wubw.fun/v1alpha1/nsscalerkinds/{row}"
+    try:
+        for path in (plain, connect, kind_row):
+            wait_until(lambda path=path: nsscaler.http.get(f"{nsscaler.server}{path}", timeout=10).status_code == 200,
+                       what=f"the widened rules folded into nsscaler's ClusterRole ({path})")
+        refused_by(nsscaler.patch(connect, {"spec": {"image": "evil:1"}}, dry_run=True), RUN_POLICY)
+        refused_by(nsscaler.patch(connect, {"metadata": {"annotations": {"example.com/sync": "off"}}},
+                                  dry_run=True), RUN_POLICY)
+        allowed(nsscaler.patch(connect, {"spec": {"replicas": 0},
+                                         "metadata": {"annotations": {"nsscaler.wubw.fun/replicas": "1"}}},
+                               dry_run=True))
+        refused_by(nsscaler.patch(plain, {"spec": {"image": "evil:1"}}, dry_run=True), RUN_POLICY)
+        refused_by(nsscaler.patch(plain, {"spec": {"source": {"repoURL": "https://evil"}}}, dry_run=True),
+                   RUN_POLICY)
+        refused_by(nsscaler.patch(plain, {"spec": {"note": "new"}}, dry_run=True), RUN_POLICY)
+        refused_by(nsscaler.patch(plain, {"metadata": {"finalizers": ["example.com/x"]}}, dry_run=True), RUN_POLICY)
+        allowed(nsscaler.patch(plain, {"spec": {"replicas": 0, "paused": True, "source": {"depth": 0}}},
+                               dry_run=True))
+        refused_by(nsscaler.patch(kind_row, {"spec": {"plural": "pods"}}, dry_run=True), RUN_POLICY)
+        refused_by(nsscaler.patch(kind_row, {"metadata": {"labels": {"nsscaler.wubw.fun/x": "y"}}}, dry_run=True),
+                   RUN_POLICY)
+        assert api.get("Plain", "x", ns)["spec"]["image"] == "good:1"
+    finally:
+        api.delete("NSScalerKind", row)
+        api.delete("ClusterRole", f"{prefix}widened")

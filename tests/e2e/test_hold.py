@@ -573,6 +573,19 @@ def _team_refused(result: subprocess.CompletedProcess[str], *, ns: str, policy: 
     print(f"refused: {result.stderr.strip()}")
 
 
+def _team_kinds_editable(api: AdminApi, prefix: str, editor: Editor) -> str:
+    """A family whose held namespace the editor may change every test kind in; the held namespace."""
+    _, held = family(api, prefix, editor)
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "team-kinds", "namespace": held},
+                "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["*"], "verbs": ["*"]}]})
+    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "team-kinds", "namespace": held},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "team-kinds"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": editor.name}]})
+    return held
+
+
 @pytest.mark.usefixtures("hold_policy")
 def test_a_team_s_rows_given_as_chart_values_are_held_between_runs(
         api: AdminApi, run_job: Any, prefix: str, editor: Editor, tmp_path: Path) -> None:
@@ -586,14 +599,7 @@ def test_a_team_s_rows_given_as_chart_values_are_held_between_runs(
     assert len(rows) == len(TEAM_KIND_ROWS)
     crds.install(api, [yaml.safe_load((ROOT / "kustomize/base/kind-crd.yaml").read_text()), *crds.TEST_KINDS,
                        crds.PAUSED, crds.made_up("Sleeper", "sleepers")])
-    _, held = family(api, prefix, editor)
-    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                "metadata": {"name": "team-kinds", "namespace": held},
-                "rules": [{"apiGroups": ["test.nsscaler.io"], "resources": ["*"], "verbs": ["*"]}]})
-    api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                "metadata": {"name": "team-kinds", "namespace": held},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "team-kinds"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": editor.name}]})
+    held = _team_kinds_editable(api, prefix, editor)
     api.create(builders.custom("Paused", held, "x", {"paused": False}))
     api.create(builders.custom("Sleeper", held, "x", {}))
     api.create(builders.custom("Fleet", held, "x", {"replicas": 2}))
@@ -630,6 +636,42 @@ def test_a_team_s_rows_given_as_chart_values_are_held_between_runs(
         api.delete("NSScaler", name)
         for row in rows:
             api.delete("NSScalerKind", row["metadata"]["name"])
+
+
+@pytest.mark.usefixtures("hold_policy")
+def test_a_team_s_row_names_its_plural_and_a_field_row_frozen_to_a_count_is_held_through_its_scale_subresource(
+        api: AdminApi, run_job: Any, prefix: str, editor: Editor) -> None:
+    """An NSScalerKind without `plural` is refused with what to give (the hold matches a `/scale` request, whose
+    kind is Scale, by it). A `field` row frozen to a count on a kind with a `/scale` subresource: in a held
+    namespace an editor's `kubectl scale` is refused as the patch of the field is, and the count stays 0."""
+    crds.install(api, [yaml.safe_load((ROOT / "kustomize/base/kind-crd.yaml").read_text()), *crds.TEST_KINDS])
+    row = {"kind": "Fleet.test.nsscaler.io", "versions": ["v1"],
+           "freeze": {"method": "field", "path": "spec.replicas", "value": 0}}
+    name = f"{prefix}p"
+    try:
+        refused = api.http.post(api.url("NSScalerKind"), json={
+            "apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind",
+            "metadata": {"name": f"{prefix}fleets"}, "spec": row}, timeout=30)
+        assert refused.status_code == 422 and "plural is required: give the kind's resource name" in refused.text, \
+            refused.text
+        held = _team_kinds_editable(api, prefix, editor)
+        api.create(builders.custom("Fleet", held, "x", {"replicas": 2}))
+        api.create({"apiVersion": "operators.wubw.fun/v1alpha1", "kind": "NSScalerKind",
+                    "metadata": {"name": f"{prefix}fleets"}, "spec": {**row, "plural": "fleets"}})
+        api.create(builders.nsscaler(name, prefix, ["live"], kinds=[row["kind"]]))
+        result = run_job()
+        assert result.exit_code == 0, result.stderr
+        assert api.get("Fleet", "x", held)["spec"]["replicas"] == 0
+        patch = ("patch", "fleet.test.nsscaler.io/x", "-n", held, "--type=merge", "-p", '{"spec":{"replicas":3}}')
+        wait_until(lambda: TEAM_POLICY in editor.kubectl(*patch, "--dry-run=server").stderr,
+                   what="the team rows' hold to reach admission")
+        _team_refused(editor.kubectl("scale", "fleet.test.nsscaler.io/x", "--replicas=3", "-n", held),
+                      ns=held, policy=name)
+        _team_refused(editor.kubectl(*patch), ns=held, policy=name)
+        assert api.get("Fleet", "x", held)["spec"]["replicas"] == 0
+    finally:
+        api.delete("NSScaler", name)
+        api.delete("NSScalerKind", f"{prefix}fleets")
 
 
 @pytest.mark.usefixtures("hold_policy")

@@ -280,6 +280,8 @@ def test_a_platform_team_adds_a_kind_as_an_nsscalerkind_checked_at_admission(api
     assert bad.status_code == 422 and "freeze by field needs path" in bad.text, bad.text
     bad = dry_create(kind_row(f"{prefix}bad", {**PAUSED_ROW, "tier": "later"}))
     assert bad.status_code == 422 and "spec.tier" in bad.text, bad.text
+    bad = dry_create(kind_row(f"{prefix}bad", {k: v for k, v in PAUSED_ROW.items() if k != "plural"}))
+    assert bad.status_code == 422 and "plural is required: give the kind's resource name" in bad.text, bad.text
     ns = prefix + "v1"
     api.create(builders.namespace(ns))
     api.create(builders.custom("Paused", ns, "svc", {"paused": False, "size": 2}))

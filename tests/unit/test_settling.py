@@ -113,3 +113,21 @@ def test_a_frozen_object_read_from_metadata_alone_is_read_whole_to_see_its_opera
     chosen = select_from_workloads([policy("p", "a-", kinds=["Cluster.postgresql.cnpg.io"])],
                                    namespaces=namespaces("a-1"), workloads=[meta_only], settings=settings(), now=None)
     assert sizes_needed([meta_only], selection=chosen, excluded_owners=frozenset()) == [meta_only]
+
+
+def test_freeze_incomplete_is_said_only_of_the_objects_the_status_lists_so_each_is_said_once():
+    """More incomplete freezes than the status lists: the ones past its list limit, which the next status does
+    not name either, are not said every run; each is said once, when the status lists it."""
+    late = [settling.Settling("a-1", f"Cluster.postgresql.cnpg.io/db{i}", "hibernation not reported",
+                              FROZE_AT, 300.0, True) for i in range(5)]
+    first = PolicyOutcome("p", 1, held=["a-1"], settling=late)
+    said = [e for e in events.of_policies([first], listed=2) if e.reason == "FreezeIncomplete"]
+    assert [e.message.split(":")[0] for e in said] == ["a-1 Cluster.postgresql.cnpg.io/db0",
+                                                       "a-1 Cluster.postgresql.cnpg.io/db1"]
+    again = replace(first, previous_status=build_status(first, now=FROZE_AT, list_limit=2))
+    assert not [e for e in events.of_policies([again], listed=2) if e.reason == "FreezeIncomplete"], "said once"
+    # the first two settle: the next two are listed now, and said
+    rest = replace(again, settling=late[2:])
+    said = [e for e in events.of_policies([rest], listed=2) if e.reason == "FreezeIncomplete"]
+    assert [e.message.split(":")[0] for e in said] == ["a-1 Cluster.postgresql.cnpg.io/db2",
+                                                       "a-1 Cluster.postgresql.cnpg.io/db3"]
