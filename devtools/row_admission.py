@@ -41,13 +41,18 @@ FAILURE = "Ignore"
 DEPTH = 4
 _NEW, _OLD = "dyn(object)", "dyn(oldObject)"
 _OWN = f"'{DOMAIN}/'"
-#: the parameter's parts, read once (`variables`)
-VARIABLES = [
+#: the parts of an NSScalerKind (the parameter) that both policies reading rows need, this one and the team rows'
+#: hold (`devtools.team_hold`): its kind's group and name, and how it freezes
+ROW_PARTS = [
     {"name": "rowGroup", "expression": "params.spec.kind.substring(params.spec.kind.indexOf('.') + 1)"},
     {"name": "rowKind", "expression": "params.spec.kind.split('.')[0]"},
     {"name": "method", "expression": "params.spec.freeze.method"},
     {"name": "key", "expression": "params.spec.freeze.?key.orValue('')"},
     {"name": "marker", "expression": "params.spec.freeze.?marker.orValue('annotation')"},
+]
+#: the parameter's parts, read once (`variables`)
+VARIABLES = [
+    *ROW_PARTS,
     {"name": "path", "expression": "params.spec.freeze.?path.orValue('spec').split('.')"},
     {"name": "newSpec", "expression": run._get(_NEW, "spec")},
     {"name": "oldSpec", "expression": run._get(_OLD, "spec")},

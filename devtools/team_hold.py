@@ -25,6 +25,7 @@ from typing import Any
 from devtools import hold_admission as hold
 from devtools.admission import _CORE_GROUPS as CORE_GROUPS
 from devtools.admission import GROUP, SUB
+from devtools.row_admission import ROW_PARTS
 from job.model.kinds.rows import KIND_API_VERSION
 from job.model.marks import ANNOTATION_EXCLUDE, DOMAIN, LABEL_SCALED
 
@@ -38,12 +39,8 @@ DEPTH = 4
 _OBJ = {"new": "dyn(object)", "old": "dyn(oldObject)"}
 
 VARIABLES = [
-    {"name": "rowGroup", "expression": "params.spec.kind.substring(params.spec.kind.indexOf('.') + 1)"},
-    {"name": "rowKind", "expression": "params.spec.kind.split('.')[0]"},
+    *ROW_PARTS,
     {"name": "plural", "expression": "params.spec.?plural.orValue('')"},
-    {"name": "method", "expression": "params.spec.freeze.method"},
-    {"name": "key", "expression": "params.spec.freeze.?key.orValue('')"},
-    {"name": "marker", "expression": "params.spec.freeze.?marker.orValue('annotation')"},
     {"name": "path", "expression": "params.spec.freeze.?path.orValue('').split('.')"},
     # the frozen value: a scale row's is a count of 0
     {"name": "value", "expression": "params.spec.freeze.method == 'scale' ? dyn(0) : "

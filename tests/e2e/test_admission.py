@@ -420,10 +420,7 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_the_catalogue_kinds_with_the_r
         api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1"]}})
         back = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
         assert back.exit_code == 0, back.stderr
-        for kind, was in before.items():
-            now = api.get(kind, "x", ns)
-            assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
-                was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
+        _given_back_exactly(api, ns, before)
         assert api.replicas("StatefulSet", ns, "x-server") == 2
     finally:
         api.delete("NSScaler", name)
@@ -527,10 +524,7 @@ def test_a_run_as_nsscaler_freezes_and_gives_back_a_team_s_rows_and_a_stolen_tok
         api.patch("NSScaler", name, {"spec": {"active_namespace_suffixes": ["v1"]}})
         back = run_job("--own-namespace", NAMESPACE, kubeconfig=nsscaler.kubeconfig)
         assert back.exit_code == 0, back.stderr
-        for kind, was in before.items():
-            now = api.get(kind, "x", ns)
-            assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
-                was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
+        _given_back_exactly(api, ns, before)
         assert api.replicas("StatefulSet", ns, "x-server") == 2
     finally:
         api.delete("NSScaler", name)
@@ -590,3 +584,11 @@ def test_a_stolen_nsscaler_token_changes_no_string_of_a_custom_kind_and_no_nssca
     finally:
         api.delete("NSScalerKind", row)
         api.delete("ClusterRole", f"{prefix}widened")
+
+
+def _given_back_exactly(api: AdminApi, ns: str, before: dict[str, dict[str, Any]]) -> None:
+    """Each object `x` of `before`'s kinds has its spec, annotations and labels as they were before the freeze."""
+    for kind, was in before.items():
+        now = api.get(kind, "x", ns)
+        assert (now["spec"], now["metadata"].get("annotations"), now["metadata"].get("labels")) == (
+            was["spec"], was["metadata"].get("annotations"), was["metadata"].get("labels")), kind
