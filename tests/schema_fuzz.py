@@ -78,9 +78,9 @@ def assert_floor(what: str, *, before: tuple[int, int, int, int], share: float, 
     line = f"{what}: {tried} tried, {admitted} admitted, {tried - admitted} refused"
     assert tried >= EXAMPLES // 2, f"too few examples reached the API server: {line}"
     if tagged:
-        # Lawful draws whose filters refuse what Hypothesis injects (constants of the code it has loaded) are
-        # discarded, so a full session tries fewer of them than a test run alone (6 of 30 against 28 for the
-        # NSScalers at seed 3): a few must still be tried.
+        # Hypothesis also draws constants of the code it has loaded, so a full session tries other, and fewer
+        # lawful, examples than a test run alone (6 of 30 against 28 for the NSScalers at seed 3; likely the
+        # lawful draws' filters refuse more of them): a few must still be tried.
         line += f"; lawful {lawful_tried} tried, {lawful_admitted} admitted (floor: {share:.0%} admitted)"
         assert lawful_tried >= LAWFUL_AT_LEAST, f"too few lawful examples tried: {line} (FUZZ_SEED={SEED})"
         assert lawful_admitted >= share * lawful_tried, f"too few lawful examples admitted: {line} (FUZZ_SEED={SEED})"
